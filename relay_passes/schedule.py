@@ -1,0 +1,97 @@
+"""The schedule that will run for each kernel, and MetaSchedule's per-store features of it.
+
+Without a tuning database the schedule is the one TVM's default pipeline applies for the target: none on `llvm`
+(the CPU pipeline compiles the legalized loops as they are), DLight's default rules on CUDA. With a database, the
+best record for the workload wins, exactly as `MetaScheduleApplyDatabase` would pick it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import tvm
+from tvm import tirx
+from tvm.s_tir import meta_schedule as ms
+
+
+@dataclass
+class ScheduledKernel:
+    """A kernel as it will run: its scheduled PrimFunc, where the schedule came from, and its features."""
+
+    func: tirx.PrimFunc
+    source: str  # "default" or "database"
+    store_features: np.ndarray  # float32[S, 164]
+
+
+def workload_module(func: tirx.PrimFunc) -> tvm.IRModule:
+    """The module MetaSchedule keys a task by (its workload): the PrimFunc alone, named `main`."""
+    return tvm.IRModule({"main": func.with_attr("global_symbol", "main")})
+
+
+def _default_schedules(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.IRModule:
+    if target.kind.name != "cuda":
+        return mod
+    from tvm.s_tir import dlight as dl
+
+    with target:  # the rules of `relax.backend.cuda.pipeline.legalize_passes`
+        return dl.ApplyDefaultSchedule(
+            dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction(), dl.gpu.Fallback(),
+        )(mod)
+
+
+def schedule_kernels(
+    mod: tvm.IRModule,
+    names: list[str],
+    target: tvm.target.Target,
+    database: ms.Database | None = None,
+) -> dict[str, ScheduledKernel]:
+    """Schedule each PrimFunc `names` of the lowered `mod` and extract its PerStoreFeature matrix.
+
+    Args:
+        mod: The lowered module (`relay_passes.lower`).
+        names: PrimFunc names to schedule.
+        target: The compilation target.
+        database: A MetaSchedule database whose best record, when one matches the workload, gives the schedule.
+    """
+    defaults = _default_schedules(tvm.IRModule({n: mod[n] for n in names}), target)
+    schedules: dict[str, tuple[tvm.IRModule, str]] = {}
+    for name in names:
+        sch = None
+        if database is not None:
+            sch = database.query_schedule(workload_module(mod[name]), target, workload_name="main")
+        if sch is not None:
+            schedules[name] = (sch.mod, "database")
+        else:
+            schedules[name] = (workload_module(defaults[name]), "default")
+    feats = _per_store_features([m for m, _ in schedules.values()], target)
+    return {name: ScheduledKernel(m["main"], src, f) for (name, (m, src)), f in zip(schedules.items(), feats)}
+
+
+def feature_context(mod: tvm.IRModule, target: tvm.target.Target) -> ms.TuneContext:
+    """A TuneContext for feature extraction only.
+
+    `ms.TuneContext.__init__` imports `tvm.s_tir.tensor_intrin` first, which costs 20-35 s on this machine and is
+    only needed by schedule rules that tensorize; the extractor never uses them, so call the FFI constructor
+    directly with no space generator and no search strategy.
+    """
+    from tvm.s_tir.meta_schedule import _ffi_api
+    from tvm.s_tir.meta_schedule.logging import get_logger, get_logging_func
+
+    context = ms.TuneContext.__new__(ms.TuneContext)
+    context.__init_handle_by_constructor__(
+        _ffi_api.TuneContext, mod, target, None, None, "tvm-cost-features", 1, -1,
+        get_logging_func(get_logger(__name__)))
+    return context
+
+
+def _per_store_features(mods: list[tvm.IRModule], target: tvm.target.Target) -> list[np.ndarray]:
+    """One PerStoreFeature call for all kernels: the extractor only reads the target from the context."""
+    if not mods:
+        return []
+    from tvm.s_tir import Schedule
+
+    context = feature_context(mods[0], target)
+    candidates = [ms.MeasureCandidate(Schedule(m), ms.arg_info.ArgInfo.from_prim_func(m["main"])) for m in mods]
+    extractor = ms.feature_extractor.PerStoreFeature(extract_workload=False)
+    return [t.numpy().astype(np.float32) for t in extractor.extract_from(context, candidates)]

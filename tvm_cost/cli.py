@@ -1,0 +1,88 @@
+"""The `tvm-cost` command line. It only parses arguments and calls the library; imports are lazy so that
+`tvm-cost --help` answers at once (importing tvm costs seconds)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+
+def _graph(args: argparse.Namespace) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from tvm_cost.graph_api import operator_graph
+
+    console = Console(width=None if sys.stdout.isatty() else 200)
+    t0 = time.perf_counter()
+    graph = operator_graph(args.model, target=args.target, input_shapes=args.input_shape,
+                           op_level=args.op_level, database=args.database)
+    elapsed = time.perf_counter() - t0
+    table = Table(title=f"{graph.source} on {graph.globals['target_name']} "
+                        f"({'op-level' if args.op_level else 'fused'}, schedules: "
+                        f"{', '.join(sorted({n.schedule_source for n in graph.nodes}))})")
+    for col, justify in (("#", "right"), ("name", "left"), ("task", "left"), ("ops", "left"),
+                         ("output", "left"), ("GFLOPs", "right"), ("MB moved", "right"), ("FLOP/B", "right")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for i, node in enumerate(graph.nodes):
+        table.add_row(str(i), node.name, node.task_name, "+".join(node.op_kinds),
+                      "x".join(map(str, node.output_shape)) + f" {node.output_dtype}",
+                      f"{node.flops / 1e9:.4f}", f"{node.bytes / 1e6:.3f}", f"{node.intensity:.2f}")
+    console.print(table)
+    g = graph.globals
+    console.print(f"{g['num_nodes']} nodes ({g['num_tasks']} distinct tasks), {g['num_edges']} edges, "
+                  f"{g['total_flops'] / 1e9:.3f} GFLOPs, {g['total_bytes'] / 1e6:.1f} MB moved, "
+                  f"batch {g['batch_size']}; built in {elapsed:.1f} s")
+    if args.json:
+        graph.save_json(args.json, store_features=not args.no_store_features)
+        console.print(f"wrote {args.json}")
+
+
+def _add_model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", help="an .onnx file or zoo:NAME[,key=value...] (e.g. zoo:resnet18,batch=1)")
+    p.add_argument("--target", default="llvm",
+                   help="a preset (llvm, cuda-sm80, cuda-sm90, cuda-a100, cuda-h100, ...) or a TVM target JSON")
+    p.add_argument("--input-shape", action="append", metavar="NAME:1x3x224x224",
+                   help="static shape for an ONNX input (repeatable)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tvm-cost", description="A learned cost model for Apache TVM.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("graph", help="print (and save) the operator graph TVM will compile for a model")
+    _add_model_args(p)
+    p.add_argument("--op-level", action="store_true", help="one node per op (before fusion) instead of kernels")
+    p.add_argument("--database", help="MetaSchedule database folder (database_workload.json + "
+                                      "database_tuning_record.json): schedule features of the tuned kernels")
+    p.add_argument("--json", metavar="OUT", help="write the graph as JSON")
+    p.add_argument("--no-store-features", action="store_true",
+                   help="leave the per-store feature matrices out of the JSON")
+    p.set_defaults(func=_graph)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
+    logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)
+    from tvm_cost.errors import TvmCostError
+
+    func: Callable[[argparse.Namespace], None] = args.func
+    try:
+        func(args)
+    except TvmCostError as err:
+        print(f"tvm-cost: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("tvm-cost: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

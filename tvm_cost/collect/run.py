@@ -1,0 +1,182 @@
+"""`run_collect`: the one call the CLI makes — models and a target in, records under ``tuning_logs/<target>/``."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from tvm_cost.errors import TvmCostError
+
+log = logging.getLogger(__name__)
+
+ModelSpec = str | tuple[str, Any]
+
+
+def resolve_target(target: Any) -> tuple[str, dict[str, Any], Any]:
+    """(folder name, target JSON, `tvm.target.Target`) from a preset, a JSON dict/string, a tag or a Target.
+
+    Raises:
+        TvmCostError: the target cannot be resolved.
+    """
+    import tvm  # pylint: disable=import-outside-toplevel
+
+    from tvm_cost import targets  # pylint: disable=import-outside-toplevel
+    from tvm_cost.collect.records import to_py  # pylint: disable=import-outside-toplevel
+
+    if isinstance(target, tvm.target.Target) or (isinstance(target, str) and "/" in target
+                                                 and not target.lstrip().startswith("{")):
+        try:
+            exported = to_py(tvm.target.Target(target).export())
+        except Exception as err:  # pylint: disable=broad-except
+            raise TvmCostError(f"unknown target {target!r}: {str(err).splitlines()[-1]}") from None
+        exported = {k: v for k, v in exported.items() if k not in ("tag", "keys") and v not in ("", None)}
+        resolved = targets.resolve_target(exported)
+        name = target.split("/")[-1] if isinstance(target, str) else resolved.name
+    else:
+        resolved = targets.resolve_target(target)
+        name = resolved.name
+    try:
+        tvm_target = tvm.target.Target(resolved.target_json)
+    except Exception as err:  # pylint: disable=broad-except
+        raise TvmCostError(f"TVM refuses target {json.dumps(resolved.target_json)}: "
+                           f"{str(err).strip().splitlines()[-1]}") from None
+    return name, resolved.target_json, tvm_target
+
+
+def import_models(models: Sequence[ModelSpec]) -> list[tuple[str, Any]]:
+    """(name, Relax IRModule) pairs from model specs.
+
+    A spec is a string (``zoo:NAME[,k=v...]`` or an ONNX path, named by itself) or a (name, model) pair where
+    model is anything `tvm_cost.importer.import_model` takes (a Relax IRModule, a torch module with
+    ``example_inputs`` as a (module, inputs) pair, an ExportedProgram ...).
+    """
+    from tvm_cost.importer import import_model  # pylint: disable=import-outside-toplevel
+
+    out = []
+    for spec in models:
+        if isinstance(spec, str):
+            out.append((spec, import_model(spec).mod))
+            continue
+        name, model = spec
+        if isinstance(model, tuple) and len(model) == 2:
+            out.append((name, import_model(model[0], example_inputs=tuple(model[1])).mod))
+        else:
+            out.append((name, import_model(model).mod))
+    return out
+
+
+def run_collect(
+    *,
+    models: Sequence[ModelSpec],
+    target: Any = "llvm",
+    out_root: str | Path = "tuning_logs",
+    out_name: str | None = None,
+    trials_per_task: int = 64,
+    random_fraction: float = 0.5,
+    batch_size: int = 32,
+    seed: int = 0,
+    measure: bool = True,
+    builder: str = "fast",
+    builder_workers: int | None = None,
+    build_timeout_s: float = 120.0,
+    run_timeout_s: float = 30.0,
+    number: int = 1,
+    repeat: int = 3,
+    min_repeat_ms: int = 10,
+    rpc_tracker: str | None = None,
+    rpc_key: str | None = None,
+    rpc_workers: int = 1,
+    population_size: int = 128,
+    time_budget_s: float | None = None,
+    max_tasks: int | None = None,
+    progress: bool | Callable[[dict[str, Any]], None] = False,
+    command: str | None = None,
+) -> dict[str, Any]:
+    """Collect measured records for `models` on `target`; resumable, append-only.
+
+    Records go to ``out_root/<target name>/`` (``database_*.json`` measured, ``failures_*.json`` failed, plus
+    ``tasks.json``, ``progress.json`` and ``MANIFEST.json``). Run it again with the same arguments to resume.
+
+    Args:
+        models: Model specs (see `import_models`).
+        target: Preset ("llvm", "cuda-sm90" ...), TVM target JSON (dict or string), a tag such as
+            "nvidia/nvidia-h100", or a `tvm.target.Target`.
+        out_root: Parent folder of the target folders.
+        out_name: Target folder name; defaults to the resolved target's (e.g. ``llvm-2core``).
+        trials_per_task: Records per task (measured + failed).
+        random_fraction: Share of random design-space samples; the rest is XGBoost-guided evolutionary search.
+        batch_size: Candidates per batch and checkpoint.
+        seed: Base seed.
+        measure: False stops after building (no GPU needed for CUDA); nothing is written then.
+        builder: "fast" (persistent pool, no tensor-intrinsics import) or "default" (MetaSchedule's LocalBuilder).
+        builder_workers: Build processes; defaults to the CPU count.
+        build_timeout_s: Per-build timeout.
+        run_timeout_s: Per-candidate run timeout (local runner).
+        number: Evaluator: runs averaged per repeat.
+        repeat: Evaluator: repeats recorded per candidate.
+        min_repeat_ms: Evaluator: minimum time of one repeat.
+        rpc_tracker: "HOST:PORT" of an RPC tracker to measure through (with `rpc_key`).
+        rpc_key: The device key registered at the tracker.
+        rpc_workers: Candidates measured in parallel through RPC.
+        population_size: Evolutionary-search population.
+        time_budget_s: Stop cleanly before exceeding this many seconds of collection.
+        max_tasks: Only the first this-many tasks (after deduplication).
+        progress: True for a rich progress bar on stderr, or a callback receiving a dict per batch.
+        command: Command line for the manifest; defaults to this process's.
+
+    Returns:
+        The summary (records, measured, failed, tasks, elapsed_s, records_per_s, stopped, out_dir ...).
+
+    Raises:
+        TvmCostError: unusable target, model or output folder.
+    """
+    from tvm.s_tir.meta_schedule.runner import EvaluatorConfig  # pylint: disable=import-outside-toplevel
+
+    from tvm_cost.collect import fast, manifest  # pylint: disable=import-outside-toplevel
+    from tvm_cost.collect.engine import CollectConfig, collect  # pylint: disable=import-outside-toplevel
+    from tvm_cost.collect.progress import rich_progress  # pylint: disable=import-outside-toplevel
+    from tvm_cost.collect.store import RecordStore  # pylint: disable=import-outside-toplevel
+    from tvm_cost.collect.tasks import extract_tasks  # pylint: disable=import-outside-toplevel
+
+    name, target_json, tvm_target = resolve_target(target)
+    config = CollectConfig(trials_per_task=trials_per_task, random_fraction=random_fraction, batch_size=batch_size,
+                           seed=seed, population_size=population_size, measure=measure,
+                           time_budget_s=time_budget_s, search_threads=builder_workers)
+    config.phase_targets()  # validates random_fraction
+    evaluator = EvaluatorConfig(number=number, repeat=repeat, min_repeat_ms=min_repeat_ms)
+    tasks = extract_tasks(import_models(models), tvm_target)
+    if max_tasks is not None:
+        tasks = tasks[:max_tasks]
+    if not tasks:
+        raise TvmCostError("the models have no tunable tasks")
+    out_dir = Path(out_root) / (out_name or name)
+    settings = {"collect": config.as_dict(), "evaluator": evaluator._asdict(), "builder": builder,
+                "build_timeout_s": build_timeout_s, "run_timeout_s": run_timeout_s,
+                "runner": f"rpc {rpc_tracker} key={rpc_key}" if rpc_tracker else "local"}
+    bld = fast.make_builder(builder, max_workers=builder_workers, timeout_sec=build_timeout_s, target=tvm_target)
+    runner = None
+    if measure:
+        runner = fast.make_runner(evaluator=evaluator, timeout_sec=run_timeout_s, rpc_tracker=rpc_tracker,
+                                  rpc_key=rpc_key, rpc_workers=rpc_workers)
+    store = RecordStore(out_dir).open() if measure else None
+    run_entry = {"start": manifest.now_iso(), "command": command or manifest.command_line(),
+                 "models": sorted({m for t in tasks for m in t.weights})}
+    summary: dict[str, Any] = {}
+    try:
+        if store is not None:
+            store.write_tasks({t.shash: t.describe() for t in tasks})
+        with rich_progress(progress) as callback:
+            summary = collect(tasks, target=tvm_target, store=store, builder=bld, runner=runner, config=config,
+                              progress=callback)
+    finally:
+        if hasattr(bld, "close"):
+            bld.close()
+        if store is not None:
+            run_entry.update(end=manifest.now_iso(), summary=summary or {"stopped": "error"})
+            manifest.write_manifest(out_dir, target=target_json, settings=settings, run=run_entry)
+            store.close()
+    summary.update(out_dir=str(out_dir) if measure else None, target=name)
+    return summary

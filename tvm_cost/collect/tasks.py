@@ -1,0 +1,85 @@
+"""Models -> deduplicated tuning tasks, each remembering its weight (call count) in every model.
+
+A task is one fused kernel (`ms.relax_integration.extract_tasks` on the module `relay_passes.lower` gives); the
+same kernel in several models is one task, keyed by its structural hash as MetaSchedule's JSON database writes it,
+so that `tasks.json` lines up with the workload file.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import tvm
+from tvm.s_tir import meta_schedule as ms
+
+from relay_passes.lower import lower
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CollectTask:
+    """One kernel to collect records for.
+
+    Attributes:
+        shash: Structural hash (decimal string), the key in `tasks.json` and `progress.json`.
+        name: MetaSchedule's task name (e.g. ``fused_conv2d_add_relu``), from the first model it appeared in.
+        mod: The TIR IRModule to schedule.
+        workload: Its JSON in TVM's workload-file form ``[shash, base64]``.
+        weights: Model name -> number of calls of this kernel in that model.
+        flop: FLOPs of one call, as MetaSchedule estimates them.
+    """
+
+    shash: str
+    name: str
+    mod: tvm.IRModule
+    workload: list[str]
+    weights: dict[str, int] = field(default_factory=dict)
+    flop: float = 0.0
+
+    def describe(self) -> dict[str, Any]:
+        """The `tasks.json` entry."""
+        return {"task_name": self.name, "models": dict(self.weights), "flop": self.flop}
+
+
+def _flop(mod: tvm.IRModule) -> float:
+    from tvm.s_tir.analysis import estimate_tir_flops  # pylint: disable=import-outside-toplevel
+
+    try:
+        return float(estimate_tir_flops(mod))
+    except Exception:  # pylint: disable=broad-except  # an estimate; some kernels have none
+        return 0.0
+
+
+def extract_tasks(
+    models: Sequence[tuple[str, tvm.IRModule]],
+    target: tvm.target.Target,
+) -> list[CollectTask]:
+    """Lower each model, extract its tasks and merge equal kernels across models.
+
+    Args:
+        models: (model name, Relax IRModule) pairs; the modules need not be lowered yet.
+        target: The target to lower and extract for.
+
+    Returns:
+        Tasks in order of first appearance.
+    """
+    tasks: dict[str, CollectTask] = {}
+    for model_name, mod in models:
+        lowered = lower(mod, target)
+        fused = getattr(lowered, "mod", lowered)  # LoweredModule or a bare IRModule
+        extracted = ms.relax_integration.extract_tasks(fused, target)
+        log.info("%s: %d tasks", model_name, len(extracted))
+        for ext in extracted:
+            task_mod = ext.dispatched[0]
+            workload = ms.database.Workload(task_mod).as_json()
+            shash = str(workload[0])
+            task = tasks.get(shash)
+            if task is None:
+                task = CollectTask(shash, ext.task_name, task_mod, [shash, str(workload[1])], flop=_flop(task_mod))
+                tasks[shash] = task
+            task.weights[model_name] = task.weights.get(model_name, 0) + int(ext.weight)
+    return list(tasks.values())

@@ -1,0 +1,1 @@
+"""Datasets: tuning logs and external measurements -> training examples."""
