@@ -14,6 +14,8 @@ from typing import Literal
 import tvm
 from tvm import relax
 
+from relay_passes.canonicalize import canonical_order
+
 FusionLevel = Literal["none", "default"]
 FUSION_LEVELS: tuple[str, ...] = ("none", "default")
 
@@ -48,6 +50,10 @@ def lower(mod: tvm.IRModule, target: tvm.target.Target, *, fusion: FusionLevel =
     if fusion not in FUSION_LEVELS:
         raise ValueError(f"unknown fusion level {fusion!r}; choose one of {', '.join(FUSION_LEVELS)}")
     legalize = [
+        # Inference folds a batch norm that follows a conv into the conv's weights (torch's ONNX exporter does
+        # the same), so both import paths give the same kernels.
+        relax.transform.FoldBatchnormToConv2D(),
+        relax.transform.FoldConstant(),
         relax.transform.DecomposeOpsForInference(),
         relax.transform.CanonicalizeBindings(),
         relax.transform.LegalizeOps(),
@@ -55,7 +61,7 @@ def lower(mod: tvm.IRModule, target: tvm.target.Target, *, fusion: FusionLevel =
         relax.transform.FoldConstant(),
     ]
     with target, tvm.transform.PassContext(opt_level=3):
-        mod = tvm.transform.Sequential(legalize)(mod)
+        mod = tvm.transform.Sequential(legalize)(canonical_order(mod))
         if fusion == "none":
             mod = relax.transform.DeadCodeElimination()(mod)
             return LoweredModule(mod, {gv.name_hint: [op_kind(gv.name_hint)] for gv in _prim_funcs(mod)})

@@ -250,7 +250,8 @@ def test_bad_specs(spec: str, match: str) -> None:
 def test_spec_round_trip() -> None:
     model = tiny("bert", seed=7)
     assert model.spec.startswith("zoo:bert,")
-    assert parse_config(model.spec) == {"name": "bert", **{k: v for k, v in model.config.items() if v != knobs("bert")[k]}}
+    non_default = {k: v for k, v in model.config.items() if v != knobs("bert")[k]}
+    assert parse_config(model.spec) == {"name": "bert", **non_default}
     assert to_spec("mlp", knobs("mlp")) == "zoo:mlp"
 
 
@@ -324,7 +325,8 @@ def _relax_ops(mod: tvm.IRModule) -> set[str]:
 def _check_relax(mod: tvm.IRModule, model: ZooModel) -> None:
     params = mod["main"].params
     assert [p.name for p in params] == list(model.input_names)
-    assert [[int(d) for d in p.ty.shape] for p in params] == list(model.input_shapes.values())  # `ty`: 0.27's struct_info
+    # 0.27 names a Relax Var's struct info `ty`
+    assert [[int(d) for d in p.ty.shape] for p in params] == list(model.input_shapes.values())
     assert [str(p.ty.dtype) for p in params] == list(model.input_dtypes.values())
     lowered = _LOWER(mod)
     # The ONNX importer's Gather queries the shape of its (static) data to wrap negative indices; after

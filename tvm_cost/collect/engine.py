@@ -73,6 +73,14 @@ def _rand_state(*parts: object) -> int:
     return 1 + int.from_bytes(digest[:4], "little") % (2**31 - 2)
 
 
+def error_kind(outcome: Outcome) -> str:
+    """A short label of a failure for the summary: its stage and the last line of its message."""
+    lines = [line.strip() for line in (outcome.error or "").splitlines() if line.strip()]
+    if any("Timeout" in line for line in lines[:2]):
+        return f"{outcome.stage}: timeout"
+    return f"{outcome.stage}: {(lines[-1] if lines else 'unknown')[:100]}"
+
+
 class Collector:
     """Runs the loop over tasks against one store; see `collect`."""
 
@@ -87,6 +95,7 @@ class Collector:
         self.fed: dict[str, int] = {}  # shash -> records given to the cost model in this process
         self.stats = {"records": 0, "measured": 0, "failed": 0, "built": 0, "build_errors": 0, "run_errors": 0,
                       "duplicates": 0}
+        self.errors: dict[str, int] = {}  # short error message -> count
         self.start = time.monotonic()
         self.batch_secs: list[float] = []
         self.stopped = "done"
@@ -206,6 +215,10 @@ class Collector:
                   "duplicates": len(cands) - len(fresh)}
         for name, value in counts.items():
             self.stats[name] += value
+        for i in fresh:
+            if outcomes[i].failed:
+                kind = error_kind(outcomes[i])
+                self.errors[kind] = self.errors.get(kind, 0) + 1
         self.stats["built"] += sum(outcomes[i].stage in ("ok", "built", "run") for i in fresh)
         if not self.config.measure:
             return len(fresh)
@@ -239,8 +252,9 @@ class Collector:
         """Counters of this run: records, measured, failed, tasks, elapsed_s, records_per_s, stopped."""
         elapsed = time.monotonic() - self.start
         rate = self.stats["records"] / elapsed if elapsed > 0 else math.nan
+        top = dict(sorted(self.errors.items(), key=lambda kv: -kv[1])[:5])
         return {**self.stats, "tasks": n_tasks, "elapsed_s": round(elapsed, 2), "records_per_s": round(rate, 3),
-                "stopped": self.stopped}
+                "stopped": self.stopped, "top_errors": top}
 
 
 def collect(

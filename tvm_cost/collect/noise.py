@@ -20,7 +20,7 @@ from tvm.s_tir.meta_schedule.database import TuningRecord, Workload
 from tvm.s_tir.meta_schedule.runner import EvaluatorConfig, RunnerInput
 
 from tvm_cost.collect import fast
-from tvm_cost.collect.records import Record, load_records
+from tvm_cost.collect.records import Record, load_records, resolve
 from tvm_cost.collect.store import DB_FILES, atomic_write_json
 
 log = logging.getLogger(__name__)
@@ -102,10 +102,14 @@ def remeasure(
         ``{"settings", "records": [...], "summary"}`` as written.
     """
     db_dir = Path(db_dir)
-    measured = [r for r in load_records(db_dir / DB_FILES["ok"][1]) if r.run_secs and r.workload]
+    path = db_dir / DB_FILES["ok"][1]
+    records = load_records(path) if resolve(path).exists() else iter(())
+    measured = [r for r in records if r.run_secs and r.workload]
     rng = random.Random(seed)
     sample = rng.sample(measured, min(k, len(measured)))
     evaluator = evaluator or fast.FAST_EVALUATOR
+    if not sample:
+        log.warning("%s: no measured records to re-measure", db_dir)
     own_builder = builder is None
     builder = builder or fast.make_builder("fast")
     runner = runner or fast.make_runner(evaluator=evaluator)

@@ -12,10 +12,8 @@ from torch import nn
 from tvm_cost.zoo import bert, densenet, gpt, mixer, mlp, mobilenet, resnet, vgg, vit
 from tvm_cost.zoo._spec import COMMON_KNOBS, FamilySpec, KnobValue, example_inputs
 
-_SPECS: dict[str, FamilySpec] = {
-    s.name: s
-    for s in (*resnet.SPECS, mobilenet.SPEC, vgg.SPEC, densenet.SPEC, bert.SPEC, gpt.SPEC, vit.SPEC, mixer.SPEC, mlp.SPEC)
-}
+_ALL = (*resnet.SPECS, mobilenet.SPEC, vgg.SPEC, densenet.SPEC, bert.SPEC, gpt.SPEC, vit.SPEC, mixer.SPEC, mlp.SPEC)
+_SPECS: dict[str, FamilySpec] = {s.name: s for s in _ALL}
 #: Registry names of every family, in a fixed order.
 FAMILIES: tuple[str, ...] = tuple(_SPECS)
 SPEC_PREFIX = "zoo:"
@@ -78,7 +76,8 @@ def resolve_config(name: str, config: Mapping[str, Any]) -> dict[str, KnobValue]
     spec, defaults = family_spec(name), knobs(name)
     unknown = [k for k in config if k not in defaults]
     if unknown:
-        raise ValueError(f"unknown knob(s) {', '.join(map(repr, unknown))} for {name!r}; choose from {sorted(defaults)}")
+        names = ", ".join(map(repr, unknown))
+        raise ValueError(f"unknown knob(s) {names} for {name!r}; choose from {sorted(defaults)}")
     cfg: dict[str, KnobValue] = {}
     for key, default in defaults.items():
         value = config.get(key, default)
