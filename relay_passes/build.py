@@ -11,7 +11,7 @@ from tvm import relax
 from tvm.s_tir import meta_schedule as ms
 
 from relay_passes.graph import OperatorGraph, OpNode, TensorEdge
-from relay_passes.lower import FusionLevel, lower
+from relay_passes.lower import FusionLevel, LoweredModule, lower
 from relay_passes.schedule import schedule_kernels, workload_module
 from relay_passes.tir_stats import tir_stats
 from tvm_cost.errors import TvmCostError
@@ -56,12 +56,27 @@ def build_operator_graph(
         source: Model origin, kept in the graph for messages.
         batch_size: The model's batch size, a global feature.
     """
-    from tvm_cost.features.schema import SCHEMA
     from tvm_cost.targets import resolve_target
 
     resolved = resolve_target(target)
+    lowered = lower(mod, resolved.tvm_target(), fusion=fusion)
+    return graph_from_lowered(lowered, resolved, fusion=fusion, database=database, source=source,
+                              batch_size=batch_size)
+
+
+def graph_from_lowered(
+    lowered: LoweredModule,
+    resolved: Any,
+    *,
+    fusion: FusionLevel = "default",
+    database: ms.Database | None = None,
+    source: str = "",
+    batch_size: int = 1,
+) -> OperatorGraph:
+    """The feature-extraction half of `build_operator_graph`, for a module `relay_passes.lower` already lowered."""
+    from tvm_cost.features.schema import SCHEMA
+
     tvm_target = resolved.tvm_target()
-    lowered = lower(mod, tvm_target, fusion=fusion)
     graph = _walk_main(lowered.mod, lowered.op_kinds, source)
     if not graph.nodes:
         raise TvmCostError("empty graph: the model computes nothing TVM would compile", path=source or None)

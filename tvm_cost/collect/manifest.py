@@ -8,6 +8,7 @@ dates, command line, summary). Loaders read ``.json`` and ``.json.gz`` alike (`r
 from __future__ import annotations
 
 import datetime as _dt
+import fcntl
 import gzip
 import hashlib
 import json
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tvm_cost.collect.store import ALL_DB_FILES, atomic_write_json
+from tvm_cost.errors import TvmCostError
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +143,20 @@ def compress_databases(root: str | Path, *, min_bytes: int = 1 << 20) -> list[Pa
     """
     root = Path(root)
     done = []
+    with open(root / ".lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise TvmCostError("a collection is writing to this folder; compress it when done", path=root) from None
+        done = _compress(root, min_bytes)
+    if done and (root / MANIFEST_FILE).exists():
+        old = json.loads((root / MANIFEST_FILE).read_text(encoding="utf-8"))
+        write_manifest(root, target=old.get("target", {}))
+    return done
+
+
+def _compress(root: Path, min_bytes: int) -> list[Path]:
+    done = []
     for name in ALL_DB_FILES:
         src = root / name
         if not src.exists() or src.stat().st_size < min_bytes:
@@ -152,7 +168,4 @@ def compress_databases(root: str | Path, *, min_bytes: int = 1 << 20) -> list[Pa
         os.replace(tmp, dst)
         src.unlink()
         done.append(dst)
-    if done and (root / MANIFEST_FILE).exists():
-        old = json.loads((root / MANIFEST_FILE).read_text(encoding="utf-8"))
-        write_manifest(root, target=old.get("target", {}))
     return done

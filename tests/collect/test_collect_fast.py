@@ -1,0 +1,88 @@
+"""FastBuilder: builds without the tensor-intrinsics import, reports errors as data, workers die with the parent."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from collect_helpers import CUDA, kill_tree
+
+from tvm_cost.collect import fast
+
+
+def _add_module():
+    import tvm
+    from tvm import te
+
+    a = te.placeholder((64,), "float32", name="a")
+    b = te.compute((64,), lambda i: a[i] + 1.0, name="add")
+    return tvm.IRModule({"main": te.create_prim_func([a, b])})
+
+
+def test_fast_builder_builds_and_reports_errors(llvm_target):
+    import tvm
+    from tvm.s_tir.meta_schedule.builder import BuilderInput
+
+    builder = fast.FastBuilder(max_workers=1, timeout_sec=60)
+    try:
+        mod = _add_module()
+        results = builder.build([BuilderInput(mod, llvm_target), BuilderInput(mod, tvm.target.Target(CUDA))])
+        assert results[0].error_msg is None and os.path.exists(results[0].artifact_path)
+        assert results[1].artifact_path is None and "FastBuilder" in results[1].error_msg  # unbound GPU loops
+        fast.remove_artifact(results[0].artifact_path)
+        assert not os.path.exists(os.path.dirname(results[0].artifact_path))
+    finally:
+        builder.close()
+
+
+def test_make_runner_checks_rpc_arguments():
+    with pytest.raises(ValueError, match="HOST:PORT"):
+        fast.make_runner(rpc_tracker="nohost", rpc_key="k")
+    with pytest.raises(ValueError, match="rpc_key"):
+        fast.make_runner(rpc_tracker="127.0.0.1:9190")
+    with pytest.raises(ValueError, match="builder kind"):
+        fast.make_builder("slow")
+
+
+def test_device_type_and_cuda_env(llvm_target):
+    import tvm
+
+    assert fast.device_type(llvm_target) == "cpu"
+    assert fast.device_type(tvm.target.Target(CUDA)) == "cuda"
+    env = fast.cuda_compile_env()
+    assert env in ({}, {"TVM_CUDA_COMPILE_MODE": "nvcc"})
+
+
+def test_workers_die_with_a_killed_parent():
+    import psutil
+
+    script = textwrap.dedent("""
+        import psutil, sys, time
+        from tvm_cost.collect import fast
+        b = fast.FastBuilder(max_workers=2)
+        futs = [b.pool.submit(time.sleep, 0.5) for _ in range(2)]
+        [f.result() for f in futs]
+        print(" ".join(str(c.pid) for c in psutil.Process().children()), flush=True)
+        time.sleep(600)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    workers: list[int] = []
+    try:
+        workers = [int(p) for p in proc.stdout.readline().split()]
+        assert len(workers) == 2
+        os.kill(proc.pid, 9)
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(psutil.pid_exists(p) and
+                                                  psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+                                                  for p in workers):
+            time.sleep(0.1)
+        alive = [p for p in workers if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+        assert not alive
+    finally:
+        for pid in [proc.pid, *workers]:
+            kill_tree(pid)

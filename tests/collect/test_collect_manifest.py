@@ -1,0 +1,44 @@
+"""MANIFEST.json: checksums, counts, versions, runs; compression keeps records readable."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from collect_helpers import LLVM, fake_record, fake_workload
+
+from tvm_cost.collect.manifest import compress_databases, write_manifest
+from tvm_cost.collect.records import load_records
+from tvm_cost.collect.store import RecordStore
+
+
+def _store(root, n=5):
+    with RecordStore(root) as store:
+        store.commit("1", "random", fake_workload("1"), [("ok", fake_record(i, [1e-3])) for i in range(n)])
+
+
+def test_manifest_contents(tmp_path):
+    _store(tmp_path)
+    write_manifest(tmp_path, target=LLVM, settings={"evaluator": {"number": 1}},
+                   run={"start": "s", "end": "e", "command": "tvm-cost collect"})
+    write_manifest(tmp_path, target=LLVM, run={"start": "s2", "end": "e2", "command": "again"})
+    man = json.loads((tmp_path / "MANIFEST.json").read_text())
+    entry = man["files"]["database_tuning_record.json"]
+    data = (tmp_path / "database_tuning_record.json").read_bytes()
+    assert entry["sha256"] == hashlib.sha256(data).hexdigest() and entry["records"] == 5
+    assert man["target"] == LLVM and man["cpu_model"]
+    assert set(man["versions"]) >= {"tvm", "tvm_ffi"} and man["versions"]["tvm"].startswith("0.")
+    assert [r["command"] for r in man["runs"]] == ["tvm-cost collect", "again"]
+    assert man["settings"] == {"evaluator": {"number": 1}}  # kept when a run gives none
+
+
+def test_compress_then_load(tmp_path):
+    _store(tmp_path)
+    write_manifest(tmp_path, target=LLVM)
+    done = compress_databases(tmp_path, min_bytes=0)
+    assert {p.name for p in done} == {"database_tuning_record.json.gz", "database_workload.json.gz"}
+    assert not (tmp_path / "database_tuning_record.json").exists()
+    recs = list(load_records(tmp_path / "database_tuning_record.json.gz"))
+    assert len(recs) == 5 and recs[0].workload_shash == "1"
+    man = json.loads((tmp_path / "MANIFEST.json").read_text())
+    assert man["files"]["database_tuning_record.json.gz"]["records"] == 5
