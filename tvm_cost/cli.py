@@ -41,6 +41,37 @@ def _graph(args: argparse.Namespace) -> None:
         console.print(f"wrote {args.json}")
 
 
+def _measure_e2e(args: argparse.Namespace) -> None:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
+        TimeRemainingColumn
+
+    from tvm_cost.e2e.run import run_e2e, sample_specs
+    from tvm_cost.targets import resolve_target
+
+    specs = list(args.models)
+    if args.sample:
+        specs += sample_specs(args.sample, seed=args.seed, family=args.family, max_gflops=args.max_gflops)
+    if not specs:
+        raise SystemExit("tvm-cost measure-e2e: give MODEL arguments or --sample N")
+    out = args.out or f"tuning_logs/{resolve_target(args.target).name}/e2e/e2e_records.jsonl"
+    console = Console()
+    columns = (TextColumn("[bold]e2e"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("eta"),
+               TimeRemainingColumn(), TextColumn("{task.description}"))
+    with Progress(*columns, console=console) as progress:
+        task = progress.add_task("", total=len(specs))
+
+        def on_progress(done: int, total: int, record: dict) -> None:
+            status = f"{record['latency_ms']:.2f} ms" if record.get("status") == "ok" else "failed"
+            progress.update(task, completed=done, description=f"{record['spec']}: {status}")
+
+        summary = run_e2e(specs, target=args.target, out=out, database=args.database, repeat=args.repeat,
+                          min_repeat_ms=args.min_repeat_ms, on_progress=on_progress)
+    console.print(f"measured {summary['measured']}, failed {summary['failed']}, skipped (already measured) "
+                  f"{summary['skipped']} in {summary['seconds']} s; {summary['records_in_file']} measured "
+                  f"configurations in {out}")
+
+
 def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="an .onnx file or zoo:NAME[,key=value...] (e.g. zoo:resnet18,batch=1)")
     p.add_argument("--target", default="llvm",
@@ -63,6 +94,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-store-features", action="store_true",
                    help="leave the per-store feature matrices out of the JSON")
     p.set_defaults(func=_graph)
+
+    p = sub.add_parser("measure-e2e", help="compile models with TVM and record their end-to-end latency")
+    p.add_argument("models", nargs="*", help="zoo specs or .onnx files")
+    p.add_argument("--sample", type=int, default=0, metavar="N", help="also measure N sampled zoo configurations")
+    p.add_argument("--family", help="sample from this zoo family only")
+    p.add_argument("--seed", type=int, default=0, help="seed of the configuration sampler")
+    p.add_argument("--max-gflops", type=float, default=2.0,
+                   help="skip sampled configurations above this many GFLOPs (default schedules are slow)")
+    p.add_argument("--target", default="llvm", help="an llvm preset or target JSON (timed on this CPU)")
+    p.add_argument("--database", help="MetaSchedule database folder: time its tuned schedules")
+    p.add_argument("--out", help="JSON-lines output (default tuning_logs/<target>/e2e/e2e_records.jsonl)")
+    p.add_argument("--repeat", type=int, default=5, help="time-evaluator repeats (median reported)")
+    p.add_argument("--min-repeat-ms", type=int, default=100, help="minimum duration of one repeat")
+    p.set_defaults(func=_measure_e2e)
     return parser
 
 
