@@ -1,0 +1,91 @@
+import math
+
+import pytest
+import torch
+
+from tvm_cost.train.losses import listmle_loss, listnet_loss, log_mse_loss, pairwise_ranking_loss
+
+
+def test_log_mse_by_hand_and_missing_targets():
+    pred = torch.tensor([0.0, 1.0, 5.0])
+    target = torch.tensor([1.0, math.exp(3.0), float("nan")])
+    assert float(log_mse_loss(pred, target)) == pytest.approx(2.0)  # ((0-0)^2 + (1-3)^2) / 2
+    empty = log_mse_loss(pred.requires_grad_(), torch.full((3,), float("nan")))
+    empty.backward()
+    assert float(empty.detach()) == 0.0
+
+
+def test_pairwise_by_hand():
+    score = torch.tensor([2.0, 1.0, 0.0])
+    latency = torch.tensor([1.0, 2.0, 3.0])
+    same = torch.zeros(3, dtype=torch.long)
+    # pairs (0,1), (0,2), (1,2) with score differences 1, 2, 1
+    want = (2 * math.log1p(math.exp(-1)) + math.log1p(math.exp(-2))) / 3
+    assert float(pairwise_ranking_loss(score, latency, same)) == pytest.approx(want)
+    assert float(pairwise_ranking_loss(score, latency, same, kind="hinge", margin=1.5)) == pytest.approx(1 / 3)
+    # cross-group pairs are ignored: only (0, 1) remains
+    groups = torch.tensor([5, 5, 9])
+    assert float(pairwise_ranking_loss(score, latency, groups)) == pytest.approx(math.log1p(math.exp(-1)))
+    # near-ties within tie_tol are not pairs
+    assert float(pairwise_ranking_loss(score, torch.tensor([1.0, 1.05, 3.0]), same, tie_tol=0.1)) == \
+        pytest.approx((math.log1p(math.exp(-2)) + math.log1p(math.exp(-1))) / 2)
+    with pytest.raises(ValueError, match="choices"):
+        pairwise_ranking_loss(score, latency, same, kind="square")  # type: ignore[arg-type]
+
+
+def test_pairwise_gradient_sanity():
+    """Descending the loss raises the faster candidate's score and lowers the slower one's."""
+    score = torch.zeros(3, dtype=torch.float64, requires_grad=True)
+    latency = torch.tensor([1.0, 3.0, 2.0], dtype=torch.float64)
+    group = torch.zeros(3, dtype=torch.long)
+    pairwise_ranking_loss(score, latency, group).backward()
+    grad = score.grad
+    assert grad[0] < 0 < grad[1] and grad[0] < grad[2] < grad[1]
+    assert float(grad.sum()) == pytest.approx(0.0, abs=1e-12)  # only differences matter
+    check = torch.randn(5, dtype=torch.float64, generator=torch.Generator().manual_seed(0), requires_grad=True)
+    lat = torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0], dtype=torch.float64)
+    assert torch.autograd.gradcheck(lambda s: pairwise_ranking_loss(s, lat, torch.tensor([0, 0, 1, 1, 1])),
+                                    (check,))
+
+
+def test_pairwise_without_pairs_is_zero_with_grad():
+    score = torch.tensor([1.0, 2.0], requires_grad=True)
+    loss = pairwise_ranking_loss(score, torch.tensor([1.0, 2.0]), torch.tensor([0, 1]))
+    loss.backward()
+    assert float(loss.detach()) == 0.0 and torch.equal(score.grad, torch.zeros(2))
+
+
+def test_listnet_by_hand():
+    # uniform prediction over two items: cross entropy is log 2 whatever the target
+    loss = listnet_loss(torch.zeros(2), torch.tensor([1.0, math.e]), torch.tensor([0, 0]))
+    assert float(loss) == pytest.approx(math.log(2))
+    # the target puts 1/(1+e^-1) on item 0; predicting the same distribution gives the target's entropy
+    p = 1 / (1 + math.exp(-1))
+    got = listnet_loss(torch.tensor([0.0, -1.0]), torch.tensor([1.0, math.e]), torch.tensor([3, 3]))
+    assert float(got) == pytest.approx(-(p * math.log(p) + (1 - p) * math.log(1 - p)), rel=1e-5)
+
+
+def test_listmle_by_hand_and_invariances():
+    # group of two, faster item scored 1, slower 0: (log(e^1 + e^0) - 1) + (0 - 0)
+    want = math.log1p(math.exp(-1))
+    assert float(listmle_loss(torch.tensor([1.0, 0.0]), torch.tensor([1.0, 2.0]), torch.tensor([0, 0]))) == \
+        pytest.approx(want)
+    gen = torch.Generator().manual_seed(0)
+    score, latency = torch.randn(7, generator=gen), torch.rand(7, generator=gen) + 0.1
+    group = torch.tensor([4, 4, 4, 9, 9, 1, 1])
+    base = listmle_loss(score, latency, group)
+    perm = torch.randperm(7, generator=gen)
+    torch.testing.assert_close(listmle_loss(score[perm], latency[perm], group[perm]), base)
+    torch.testing.assert_close(listmle_loss(score, latency, group * 10 + 3), base)
+    # the right order beats the reverse order
+    good = -latency.log()
+    assert listmle_loss(good, latency, group) < listmle_loss(-good, latency, group)
+
+
+def test_listwise_gradients_finite_with_ragged_groups():
+    score = torch.randn(6, generator=torch.Generator().manual_seed(1), requires_grad=True)
+    latency = torch.tensor([1.0, 2.0, 3.0, 1.0, 2.0, 7.0])
+    group = torch.tensor([0, 0, 0, 0, 1, 2])  # sizes 4, 1, 1: padding in the dense layout
+    (listmle_loss(score, latency, group) + listnet_loss(score, latency, group)).backward()
+    assert torch.isfinite(score.grad).all()
+    assert score.grad[4] == 0 and score.grad[5] == 0  # singleton groups carry no ranking signal

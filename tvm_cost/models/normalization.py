@@ -1,0 +1,64 @@
+"""Per-column mean/std of graph inputs and log-targets, computed once from training graphs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+
+STAT_NAMES = ("x", "edge", "u", "y")
+"""Stat groups: node features `x`, edge features `edge_attr`, globals `u`, and log-targets `log(y)`."""
+
+
+class _Moments:
+    """Running sum and sum of squares per column, in float64, ignoring non-finite entries."""
+
+    def __init__(self, dim: int) -> None:
+        self.sum = torch.zeros(dim, dtype=torch.float64)
+        self.sq = torch.zeros(dim, dtype=torch.float64)
+        self.count = torch.zeros(dim, dtype=torch.float64)
+
+    def add(self, values: torch.Tensor) -> None:
+        v = values.detach().to("cpu", torch.float64).reshape(-1, self.sum.numel())
+        ok = torch.isfinite(v)
+        v = torch.where(ok, v, 0.0)
+        self.sum += v.sum(0)
+        self.sq += (v * v).sum(0)
+        self.count += ok.sum(0)
+
+    def result(self, min_std: float) -> tuple[torch.Tensor, torch.Tensor]:
+        n = self.count.clamp(min=1.0)
+        mean = self.sum / n
+        std = (self.sq / n - mean * mean).clamp(min=0.0).sqrt()
+        std = torch.where(std < min_std, torch.ones_like(std), std)  # constant columns pass through unscaled
+        return mean.float(), std.float()
+
+
+def feature_stats(graphs: Iterable[Any], *, node_dim: int, edge_dim: int, global_dim: int,
+                  num_heads: int, min_std: float = 1e-6) -> dict[str, torch.Tensor]:
+    """Column means and standard deviations of `graphs` (PyG `Data` or `Batch` objects).
+
+    Targets are summarized in log space (the space the heads predict in); entries of `y` that are not finite and
+    positive are skipped, so a graph missing one metric (NaN) still counts for the others. Columns with a standard
+    deviation below `min_std` get std 1 so they are only centered.
+
+    Shapes:
+        Returns ``{"x_mean", "x_std"}: [node_dim]``, ``{"edge_mean", "edge_std"}: [edge_dim]``,
+        ``{"u_mean", "u_std"}: [global_dim]``, ``{"y_mean", "y_std"}: [num_heads]``.
+    """
+    acc = {"x": _Moments(node_dim), "edge": _Moments(edge_dim), "u": _Moments(global_dim), "y": _Moments(num_heads)}
+    for g in graphs:
+        acc["x"].add(g.x)
+        if edge_dim and getattr(g, "edge_attr", None) is not None:
+            acc["edge"].add(g.edge_attr)
+        if global_dim and getattr(g, "u", None) is not None:
+            acc["u"].add(g.u)
+        y = getattr(g, "y", None)
+        if y is not None:
+            y = y.detach().to(torch.float64).reshape(-1, num_heads)
+            acc["y"].add(torch.where(y > 0, y.clamp(min=1e-300).log(), float("nan")))
+    out: dict[str, torch.Tensor] = {}
+    for name, m in acc.items():
+        out[f"{name}_mean"], out[f"{name}_std"] = m.result(min_std)
+    return out
