@@ -15,9 +15,11 @@ import tvm
 from tvm import relax
 
 from relay_passes.canonicalize import canonical_order
+from relay_passes.shape_fold import shape_fold_constants
 
 FusionLevel = Literal["none", "default"]
 FUSION_LEVELS: tuple[str, ...] = ("none", "default")
+ConstantFolding = Literal["shape", "tvm"]
 
 
 @dataclass
@@ -38,7 +40,13 @@ def op_kind(func_name: str) -> str:
     return re.sub(r"\d+$", "", func_name) or func_name
 
 
-def lower(mod: tvm.IRModule, target: tvm.target.Target, *, fusion: FusionLevel = "default") -> LoweredModule:
+def lower(
+    mod: tvm.IRModule,
+    target: tvm.target.Target,
+    *,
+    fusion: FusionLevel = "default",
+    constant_folding: ConstantFolding = "shape",
+) -> LoweredModule:
     """Legalize and (optionally) fuse `mod` with TVM's own passes.
 
     Args:
@@ -46,22 +54,29 @@ def lower(mod: tvm.IRModule, target: tvm.target.Target, *, fusion: FusionLevel =
         target: The target; legalization of some ops depends on it.
         fusion: "default" runs TVM's FuseOps + FuseTIR (the kernels TVM compiles); "none" stops after
             legalization, one PrimFunc per Relax op.
+        constant_folding: "shape" folds what FoldConstant would, by shape only (fast; the constants become
+            zeros, so never compile the result); "tvm" runs TVM's FoldConstant (compiles and runs each fold).
     """
     if fusion not in FUSION_LEVELS:
         raise ValueError(f"unknown fusion level {fusion!r}; choose one of {', '.join(FUSION_LEVELS)}")
+    if constant_folding not in ("shape", "tvm"):
+        raise ValueError(f"unknown constant folding {constant_folding!r}; choose 'shape' or 'tvm'")
+    fold = shape_fold_constants if constant_folding == "shape" else relax.transform.FoldConstant()
     legalize = [
         # Inference folds a batch norm that follows a conv into the conv's weights (torch's ONNX exporter does
         # the same), so both import paths give the same kernels.
         relax.transform.FoldBatchnormToConv2D(),
-        relax.transform.FoldConstant(),
+        fold,
         relax.transform.DecomposeOpsForInference(),
         relax.transform.CanonicalizeBindings(),
         relax.transform.LegalizeOps(),
         relax.transform.AnnotateTIROpPattern(),
-        relax.transform.FoldConstant(),
+        fold,
     ]
     with target, tvm.transform.PassContext(opt_level=3):
-        mod = tvm.transform.Sequential(legalize)(canonical_order(mod))
+        mod = canonical_order(mod)
+        for step in legalize:
+            mod = step(mod)
         if fusion == "none":
             mod = relax.transform.DeadCodeElimination()(mod)
             return LoweredModule(mod, {gv.name_hint: [op_kind(gv.name_hint)] for gv in _prim_funcs(mod)})

@@ -1,0 +1,319 @@
+"""Program graphs of scheduled PrimFuncs: nodes match PerStoreFeature rows, edges derived by hand."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+import tvm
+from tvm import te
+from tvm.s_tir import Schedule
+from tvm.s_tir import meta_schedule as ms
+
+from relay_passes.schedule import feature_context
+from tvm_cost.features.program_graph import candidate_stores, program_graph, program_graphs, to_pyg_batch, \
+    workload_globals
+from tvm_cost.features.program_schema import EDGE_TYPES, NODE_OWN, PROGRAM_SCHEMA, PSF_COLUMNS
+from tvm_cost.features.program_walk import lower_for_features, store_nodes
+
+LLVM = tvm.target.Target({"kind": "llvm", "num-cores": 2})
+CUDA = tvm.target.Target("nvidia/nvidia-h100")
+COL = {name: i for i, name in enumerate(PROGRAM_SCHEMA.node)}
+EDGE_COL = {name: i for i, name in enumerate(PROGRAM_SCHEMA.edge)}
+
+
+# --- tiny workloads ------------------------------------------------------------------------------------------
+def elementwise_chain() -> tvm.tirx.PrimFunc:
+    """B = 2A; C = exp(B); D = C + B."""
+    a = te.placeholder((16, 32), name="A")
+    b = te.compute(a.shape, lambda i, j: a[i, j] * 2.0, name="B")
+    c = te.compute(a.shape, lambda i, j: te.exp(b[i, j]), name="C")
+    d = te.compute(a.shape, lambda i, j: c[i, j] + b[i, j], name="D")
+    return te.create_prim_func([a, d])
+
+
+def matmul(n: int = 64) -> tvm.tirx.PrimFunc:
+    a, b = te.placeholder((n, n), name="A"), te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), "k")
+    return te.create_prim_func([a, b, te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k),
+                                                  name="C")])
+
+
+def conv2d_relu() -> tvm.tirx.PrimFunc:
+    """pad -> 3x3 conv (8 -> 8 channels, 8x8) -> relu."""
+    a, w = te.placeholder((1, 8, 8, 8), name="A"), te.placeholder((8, 8, 3, 3), name="W")
+    pad = te.compute((1, 8, 10, 10), lambda n, c, y, x: tvm.tirx.if_then_else(
+        tvm.tirx.all(y >= 1, y <= 8, x >= 1, x <= 8), a[n, c, y - 1, x - 1], 0.0), name="pad")
+    rc, ry, rx = te.reduce_axis((0, 8), "rc"), te.reduce_axis((0, 3), "ry"), te.reduce_axis((0, 3), "rx")
+    conv = te.compute((1, 8, 8, 8), lambda n, k, y, x: te.sum(
+        pad[n, rc, y + ry, x + rx] * w[k, rc, ry, rx], axis=[rc, ry, rx]), name="conv")
+    relu = te.compute(conv.shape, lambda *i: te.max(conv(*i), 0.0), name="relu")
+    return te.create_prim_func([a, w, relu])
+
+
+def row_softmax(rows: int = 4, cols: int = 512) -> tvm.tirx.PrimFunc:
+    a = te.placeholder((rows, cols), name="A")
+    k, k2 = te.reduce_axis((0, cols), "k"), te.reduce_axis((0, cols), "k2")
+    m = te.compute((rows,), lambda i: te.max(a[i, k], axis=k), name="M")
+    e = te.compute(a.shape, lambda i, j: te.exp(a[i, j] - m[i]), name="E")
+    s = te.compute((rows,), lambda i: te.sum(e[i, k2], axis=k2), name="S")
+    return te.create_prim_func([a, te.compute(a.shape, lambda i, j: e[i, j] / s[i], name="O")])
+
+
+def row_sum(cols: int) -> tvm.tirx.PrimFunc:
+    a = te.placeholder((4, cols), name="A")
+    k = te.reduce_axis((0, cols), "k")
+    return te.create_prim_func([a, te.compute((4,), lambda i: te.sum(a[i, k], axis=k), name="B")])
+
+
+# --- helpers -------------------------------------------------------------------------------------------------
+def graphs_of(schs: list[Schedule], target: tvm.target.Target) -> tuple[list[dict], list[np.ndarray], list]:
+    """Program graphs, PerStoreFeature rows and walked stores of hand-made schedules."""
+    context = feature_context(schs[0].mod, target)
+    cands = [ms.MeasureCandidate(s, ms.arg_info.ArgInfo.from_prim_func(s.mod["main"])) for s in schs]
+    rows = [t.numpy() for t in ms.feature_extractor.PerStoreFeature(extract_workload=False)
+            .extract_from(context, cands)]
+    spec = "llvm" if target.kind.name == "llvm" else "cuda-h100"
+    graphs = program_graphs(context, cands, target_spec=spec, store_features=rows)
+    nodes = [store_nodes(s.mod, is_gpu=target.kind.name == "cuda") for s in schs]
+    return graphs, rows, nodes
+
+
+def sampled(func: tvm.tirx.PrimFunc, target: tvm.target.Target, n: int) -> tuple[ms.TuneContext, list]:
+    """`n` random candidates of the MetaSchedule design space (postprocessors applied), as a search round."""
+    from tvm.s_tir.meta_schedule import _ffi_api
+    from tvm.s_tir.meta_schedule.logging import get_logger, get_logging_func
+
+    rules = "llvm" if target.kind.name == "llvm" else "cuda"  # "cuda-tensorcore" needs the slow intrin import
+    space = ms.space_generator.PostOrderApply(sch_rules=rules, postprocs=rules, mutator_probs=rules)
+    context = ms.TuneContext.__new__(ms.TuneContext)
+    context.__init_handle_by_constructor__(
+        _ffi_api.TuneContext, tvm.IRModule({"main": func}), target, space, ms.search_strategy.ReplayTrace(),
+        "test", 1, 7, get_logging_func(get_logger(__name__)))
+    _ffi_api.TuneContextInitialize(context)
+    context.pre_tuning(max_trials=n, num_trials_per_iter=n, design_spaces=context.generate_design_space())
+    return context, list(context.generate_measure_candidates())
+
+
+def edge_set(graph: dict, kind: str) -> set[tuple[int, int]]:
+    mask = graph["edge_attr"][:, EDGE_COL[f"type_{kind}"]] == 1
+    return {(int(i), int(j)) for i, j in graph["edge_index"][:, mask].T}
+
+
+def check_shapes(graph: dict) -> None:
+    n, e = graph["x"].shape[0], graph["edge_index"].shape[1]
+    assert graph["x"].shape == (n, len(PROGRAM_SCHEMA.node)) and graph["x"].dtype == np.float32
+    assert graph["edge_index"].shape == (2, e) and graph["edge_index"].dtype == np.int64
+    assert graph["edge_attr"].shape == (e, len(PROGRAM_SCHEMA.edge)) and graph["edge_attr"].dtype == np.float32
+    assert graph["u"].shape == (1, len(PROGRAM_SCHEMA.globals)) and graph["u"].dtype == np.float32
+    assert e == 0 or (graph["edge_index"].min() >= 0 and graph["edge_index"].max() < n)
+    np.testing.assert_array_equal(graph["edge_attr"][:, :len(EDGE_TYPES)].sum(axis=1), 1.0)
+    assert np.isfinite(graph["x"]).all() and np.isfinite(graph["edge_attr"]).all()
+
+
+def check_loops_match_rows(nodes: list, rows: np.ndarray) -> None:
+    """Node i's loops are those of row i: PerStoreFeature's group 5 holds log2(1 + #loops), log2(1 + trip)."""
+    for node, row in zip(nodes, rows, strict=True):
+        trip = math.prod(loop.extent for loop in node.loops)
+        assert row[PSF_COLUMNS.index("psf_num_loops")] == pytest.approx(math.log2(1 + len(node.loops))), node.name
+        assert row[PSF_COLUMNS.index("psf_outer_prod")] == pytest.approx(math.log2(1 + trip), rel=1e-6), node.name
+
+
+# --- schema --------------------------------------------------------------------------------------------------
+def test_schema_names_and_layout():
+    assert PROGRAM_SCHEMA.name == "tvm-cost-program" and PROGRAM_SCHEMA.version == "1"
+    assert PROGRAM_SCHEMA.node[:164] == PSF_COLUMNS and PROGRAM_SCHEMA.node[164:] == NODE_OWN
+    for cols in (PROGRAM_SCHEMA.node, PROGRAM_SCHEMA.edge, PROGRAM_SCHEMA.globals):
+        assert len(set(cols)) == len(cols)
+    assert PROGRAM_SCHEMA.edge[:3] == ("type_dataflow", "type_nest", "type_seq")
+    assert len(PROGRAM_SCHEMA.hash) == 16
+
+
+# --- hand-derived graphs -------------------------------------------------------------------------------------
+def test_elementwise_chain_edges():
+    func = elementwise_chain()
+    plain = Schedule(func)
+    fused = Schedule(func)  # C computed inside D's loops; they share both loops
+    fused.compute_at(fused.get_sblock("C"), fused.get_loops(fused.get_sblock("D"))[1])
+    inlined = Schedule(func)  # C inlined into D: D reads B twice, one edge
+    inlined.compute_inline(inlined.get_sblock("C"))
+    graphs, rows, nodes = graphs_of([plain, fused, inlined], LLVM)
+    for g, r in zip(graphs, rows):
+        check_shapes(g)
+        assert g["x"].shape[0] == r.shape[0]
+    assert [n.name for n in nodes[0]] == ["B", "C", "D"]
+    g = graphs[0]
+    assert edge_set(g, "dataflow") == {(0, 1), (0, 2), (1, 2)}
+    assert edge_set(g, "seq") == {(0, 1), (1, 2)} and edge_set(g, "nest") == set()
+    np.testing.assert_array_equal(g["x"][:, COL["loop_depth"]], 2)
+    np.testing.assert_allclose(g["x"][:, COL["log_trip_count"]], math.log1p(16 * 32), rtol=1e-6)
+    np.testing.assert_array_equal(g["x"][:, COL["is_output"]], [0, 0, 1])
+    np.testing.assert_array_equal(g["x"][:, COL["num_reads"]], [1, 1, 2])
+    dataflow = g["edge_attr"][g["edge_attr"][:, 0] == 1]
+    np.testing.assert_allclose(dataflow[:, EDGE_COL["log_bytes"]], math.log1p(16 * 32 * 4), rtol=1e-6)
+
+    g = graphs[1]
+    assert edge_set(g, "nest") == {(1, 2)} and edge_set(g, "dataflow") == {(0, 1), (0, 2), (1, 2)}
+    nest = g["edge_attr"][g["edge_attr"][:, EDGE_COL["type_nest"]] == 1][0]
+    assert nest[EDGE_COL["shared_loops"]] == 2
+    assert nest[EDGE_COL["log_shared_trip"]] == pytest.approx(math.log1p(16 * 32))
+
+    assert [n.name for n in nodes[2]] == ["B", "D"]
+    assert edge_set(graphs[2], "dataflow") == {(0, 1)}
+
+
+def test_matmul_reduction_and_cache_write():
+    plain = Schedule(matmul())
+    tiled = Schedule(matmul())
+    block = tiled.get_sblock("C")
+    write = tiled.cache_write(block, 0, "global")
+    i, j, k = tiled.get_loops(block)
+    i0, i1 = tiled.split(i, [None, 8])
+    j0, j1 = tiled.split(j, [None, 16])
+    tiled.reorder(i0, j0, k, i1, j1)
+    tiled.parallel(i0)
+    tiled.vectorize(j1)
+    tiled.reverse_compute_at(write, j0)
+    tiled.decompose_reduction(block, k)
+    graphs, rows, nodes = graphs_of([plain, tiled], LLVM)
+    for g, r, n in zip(graphs, rows, nodes):
+        check_shapes(g)
+        check_loops_match_rows(n, r)
+    x = graphs[0]["x"]
+    assert x.shape[0] == 1  # the init store is a constant: no row, no node
+    assert x[0, COL["is_reduction"]] == 1 and x[0, COL["has_init"]] == 1 and x[0, COL["is_output"]] == 1
+    assert [n.name for n in nodes[1]] == ["C_global", "C"]
+    g = graphs[1]
+    assert edge_set(g, "dataflow") == {(0, 1)} and edge_set(g, "nest") == {(0, 1)}
+    nest = g["edge_attr"][g["edge_attr"][:, EDGE_COL["type_nest"]] == 1][0]
+    assert nest[EDGE_COL["shared_loops"]] == 2  # i0 (parallel) and j0
+    x = g["x"]
+    np.testing.assert_array_equal(x[:, COL["parallel_loops"]], [1, 1])
+    np.testing.assert_array_equal(x[:, COL["vectorized_loops"]], [1, 0])
+    np.testing.assert_array_equal(x[:, COL["is_copy"]], [0, 1])
+    np.testing.assert_array_equal(x[:, COL["has_init"]], [1, 0])
+
+
+def test_conv2d_pad_feeds_conv_feeds_relu():
+    sch = Schedule(conv2d_relu())
+    sch.compute_at(sch.get_sblock("pad"), sch.get_loops(sch.get_sblock("conv"))[1])
+    graphs, rows, nodes = graphs_of([Schedule(conv2d_relu()), sch], LLVM)
+    for g, r, n in zip(graphs, rows, nodes):
+        check_shapes(g)
+        check_loops_match_rows(n, r)
+        assert [node.name for node in n] == ["pad", "conv", "relu"]
+        assert edge_set(g, "dataflow") == {(0, 1), (1, 2)}
+    assert edge_set(graphs[0], "nest") == set() and edge_set(graphs[1], "nest") == {(0, 1)}
+
+
+def test_cuda_cross_thread_reduction_matches_rows():
+    """A reduction bound to threadIdx is lowered to an in-thread store plus a write-back (when a loop stays)."""
+    partial = Schedule(row_sum(1024))
+    i, k = partial.get_loops(partial.get_sblock("B"))
+    _, k1 = partial.split(k, [None, 32])
+    partial.bind(i, "blockIdx.x")
+    partial.bind(k1, "threadIdx.x")
+    full = Schedule(row_sum(32))
+    i, k = full.get_loops(full.get_sblock("B"))
+    full.bind(i, "blockIdx.x")
+    full.bind(k, "threadIdx.x")
+    graphs, rows, nodes = graphs_of([partial, full], CUDA)
+    assert [n.name for n in nodes[0]] == ["in_thread_B", "B"] and rows[0].shape[0] == 2
+    assert edge_set(graphs[0], "dataflow") == {(0, 1)}
+    assert [n.name for n in nodes[1]] == ["B"] and rows[1].shape[0] == 1
+    for g, r, n in zip(graphs, rows, nodes):
+        check_shapes(g)
+        check_loops_match_rows(n, r)
+    assert graphs[0]["u"][0, PROGRAM_SCHEMA.globals.index("is_gpu")] == 1
+
+
+# --- sampled schedules ---------------------------------------------------------------------------------------
+WORKLOADS = {"matmul": lambda: matmul(64), "conv2d": conv2d_relu, "softmax": row_softmax,
+             "elementwise": elementwise_chain,
+             "matmul_layout_free": lambda: matmul(64).with_attr("layout_free_buffers", [1])}
+
+
+@pytest.mark.parametrize("target", [LLVM, CUDA], ids=["llvm", "cuda"])
+@pytest.mark.parametrize("workload", sorted(WORKLOADS))
+def test_sampled_candidates_match_per_store_feature(workload, target):
+    if workload == "matmul_layout_free" and target.kind.name == "cuda":
+        pytest.skip("layout rewriting is a CPU postprocessor")
+    context, cands = sampled(WORKLOADS[workload](), target, 12 if target.kind.name == "llvm" else 5)  # CUDA
+    # sampling runs VerifyGPUCode per candidate: ~0.4 s each on a conv2d
+    rows = [t.numpy() for t in ms.feature_extractor.PerStoreFeature(extract_workload=False)
+            .extract_from(context, cands)]
+    graphs = program_graphs(context, cands, store_features=rows)
+    for cand, r, g in zip(cands, rows, graphs):
+        nodes = store_nodes(cand.sch.mod, is_gpu=target.kind.name == "cuda")
+        assert len(nodes) == r.shape[0] == g["x"].shape[0]  # the fast walk itself, no fallback
+        check_loops_match_rows(nodes, r)
+        check_shapes(g)
+        np.testing.assert_array_equal(g["x"][:, :164], r.astype(np.float32))
+
+
+def test_fast_walk_agrees_with_lowered_walk():
+    for func, target in [(row_softmax(), CUDA), (matmul(64), CUDA), (conv2d_relu(), LLVM)]:
+        _, cands = sampled(func, target, 4)
+        for cand in cands:
+            gpu = target.kind.name == "cuda"
+            fast = store_nodes(cand.sch.mod, is_gpu=gpu)
+            lowered = store_nodes(lower_for_features(cand.sch.mod), is_gpu=gpu, emulate_cross_thread=False)
+            assert [(n.name, len(n.loops), n.is_reduction) for n in fast] == \
+                   [(n.name, len(n.loops), n.is_reduction) for n in lowered]
+
+
+# --- API -----------------------------------------------------------------------------------------------------
+def test_program_graphs_extracts_rows_and_globals_itself():
+    context, cands = sampled(matmul(32), LLVM, 3)
+    spec = {"kind": "llvm", "num-cores": 2}  # = LLVM, the context's target
+    graphs = program_graphs(context, cands, target_spec=spec)
+    u = workload_globals(context.mod, target_spec=spec)
+    rows = [t.numpy() for t in ms.feature_extractor.PerStoreFeature(extract_workload=False)
+            .extract_from(context, cands)]
+    for g, r in zip(graphs, rows):
+        np.testing.assert_array_equal(g["u"], u)
+        np.testing.assert_allclose(g["x"][:, :164], r, rtol=1e-6)
+    assert u[0, PROGRAM_SCHEMA.globals.index("log_flops")] == pytest.approx(math.log1p(2 * 32 ** 3))
+    # target taken from the context when no spec is given
+    np.testing.assert_array_equal(program_graphs(context, cands[:1])[0]["u"], u)
+
+
+def test_mismatched_rows_fall_back_to_a_chain(caplog):
+    sch = Schedule(elementwise_chain())
+    assert candidate_stores(sch.mod, 5, is_gpu=False) is None
+    assert "chain" in caplog.text
+    rows = np.ones((5, 164), np.float32)
+    g = program_graph(None, rows, np.zeros((1, len(PROGRAM_SCHEMA.globals)), np.float32))
+    check_shapes(g)
+    assert edge_set(g, "seq") == {(0, 1), (1, 2), (2, 3), (3, 4)} and g["edge_index"].shape[1] == 4
+
+
+def test_to_pyg_batch_offsets_edges_and_stacks_globals():
+    graphs, _, _ = graphs_of([Schedule(elementwise_chain()), Schedule(matmul(16)), Schedule(conv2d_relu())], LLVM)
+    batch = to_pyg_batch(graphs)
+    sizes = [g["x"].shape[0] for g in graphs]
+    assert batch.num_graphs == 3 and batch.x.shape == (sum(sizes), len(PROGRAM_SCHEMA.node))
+    assert batch.u.shape == (3, len(PROGRAM_SCHEMA.globals))
+    assert batch.batch.tolist() == [i for i, n in enumerate(sizes) for _ in range(n)]
+    offset = sizes[0] + sizes[1]
+    last = graphs[2]["edge_index"].shape[1]
+    np.testing.assert_array_equal(batch.edge_index[:, -last:].numpy(), graphs[2]["edge_index"] + offset)
+    assert batch.edge_attr.shape == (sum(g["edge_index"].shape[1] for g in graphs), len(PROGRAM_SCHEMA.edge))
+
+
+@pytest.mark.slow
+def test_report_construction_time_against_per_store_feature(capsys):
+    """Reported, not asserted (the machine is shared); scripts/bench_program_graph.py runs a full round."""
+    context, cands = sampled(conv2d_relu(), LLVM, 256)
+    extractor = ms.feature_extractor.PerStoreFeature(extract_workload=False)
+    start = time.perf_counter()
+    rows = [t.numpy() for t in extractor.extract_from(context, cands)]
+    psf = time.perf_counter() - start
+    start = time.perf_counter()
+    program_graphs(context, cands, target_spec="llvm", store_features=rows)
+    extra = time.perf_counter() - start
+    with capsys.disabled():
+        print(f"\n{len(cands)} candidates: PerStoreFeature {psf:.2f} s, graph construction on top {extra:.2f} s "
+              f"({(psf + extra) / psf:.2f}x)")
