@@ -72,6 +72,26 @@ def _measure_e2e(args: argparse.Namespace) -> None:
                   f"configurations in {out}")
 
 
+def _collect(args: argparse.Namespace) -> None:
+    from rich.console import Console
+
+    from tvm_cost.collect import run_collect
+    from tvm_cost.zoo import sample_configs, to_spec
+
+    models = list(args.models)
+    if args.sample:
+        models += [to_spec(cfg.pop("name"), cfg) for cfg in sample_configs(args.family, args.sample, args.seed)]
+    if not models:
+        raise SystemExit("tvm-cost collect: give MODEL arguments or --sample N")
+    summary = run_collect(
+        models=models, target=args.target, out_root=args.out_root, trials_per_task=args.trials_per_task,
+        random_fraction=args.random_fraction, batch_size=args.batch_size, seed=args.seed,
+        measure=not args.build_only, builder=args.builder, rpc_tracker=args.rpc_tracker, rpc_key=args.rpc_key,
+        time_budget_s=args.time_budget_s, max_tasks=args.max_tasks, progress=True, repeat=args.repeat,
+        min_repeat_ms=args.min_repeat_ms, command=" ".join(sys.argv))
+    Console().print_json(data=summary)
+
+
 def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="an .onnx file or zoo:NAME[,key=value...] (e.g. zoo:resnet18,batch=1)")
     p.add_argument("--target", default="llvm",
@@ -108,6 +128,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeat", type=int, default=5, help="time-evaluator repeats (median reported)")
     p.add_argument("--min-repeat-ms", type=int, default=100, help="minimum duration of one repeat")
     p.set_defaults(func=_measure_e2e)
+
+    p = sub.add_parser("collect", help="measure candidate schedules of every task of some models (MetaSchedule "
+                                       "records under tuning_logs/<target>/; resumable)")
+    p.add_argument("models", nargs="*", help="zoo specs or .onnx files")
+    p.add_argument("--sample", type=int, default=0, metavar="N", help="also collect N sampled zoo configurations")
+    p.add_argument("--family", help="sample from this zoo family only")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--target", default="llvm", help="a preset, a TVM target JSON or a TVM tag")
+    p.add_argument("--out-root", default="tuning_logs")
+    p.add_argument("--trials-per-task", type=int, default=64)
+    p.add_argument("--random-fraction", type=float, default=0.5,
+                   help="share of candidates sampled at random; the rest from XGBModel-guided evolutionary search")
+    p.add_argument("--batch-size", type=int, default=32, help="candidates per build-and-measure batch")
+    p.add_argument("--builder", default="fast", choices=("fast", "default"),
+                   help="fast: persistent build pool without the tensor-intrinsics import; default: LocalBuilder")
+    p.add_argument("--repeat", type=int, default=3, help="evaluator repeats per candidate")
+    p.add_argument("--min-repeat-ms", type=int, default=10)
+    p.add_argument("--rpc-tracker", metavar="HOST:PORT", help="measure through TVM's RPC tracker")
+    p.add_argument("--rpc-key", help="device key registered with the tracker")
+    p.add_argument("--build-only", action="store_true", help="build the candidates, do not run them (no GPU)")
+    p.add_argument("--time-budget-s", type=float, help="stop cleanly before exceeding this many seconds")
+    p.add_argument("--max-tasks", type=int, help="collect at most this many tasks")
+    p.set_defaults(func=_collect)
     return parser
 
 

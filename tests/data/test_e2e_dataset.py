@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 import torch
 
@@ -30,8 +28,8 @@ def test_records_become_graphs_with_log_latency(synthetic_records):
     assert len(items) == 1  # the failed record is not a training example
     data = items[0]
     assert data.x.shape[1] == len(SCHEMA.node) and data.u.shape == (1, len(SCHEMA.globals))
-    assert torch.allclose(data.y, torch.tensor([[math.log(2.0)]]))
-    assert data.family == "mlp" and data.memory_bytes == 1024
+    assert torch.allclose(data.y, torch.tensor([[2.0, 1024.0]]))
+    assert data.family == "mlp" and data.latency_ms == 2.0
 
 
 def test_second_load_reads_the_cache(synthetic_records, monkeypatch):

@@ -50,8 +50,9 @@ def load_e2e_dataset(
 ) -> list[Any]:
     """PyG `Data` for each successful record in the ``.jsonl`` at `path`.
 
-    Each item has `x`, `edge_index`, `edge_attr`, `u` (see `tvm_cost.features.SCHEMA`), `y` = log(latency ms)
-    as a [1, 1] tensor, and `latency_ms`, `family`, `spec`, `target_name`, `memory_bytes` (planned bytes or nan).
+    Each item has `x`, `edge_index`, `edge_attr`, `u` (see `tvm_cost.features.SCHEMA`), `y` = [[latency ms,
+    planned memory bytes]] in natural units (nan where memory is unknown; the models' heads ("latency", "memory")
+    predict their logs), and `latency_ms`, `family`, `spec`, `target_name`.
     """
     import torch
     from torch_geometric.data import Data
@@ -65,10 +66,10 @@ def load_e2e_dataset(
         items.append(Data(
             x=torch.from_numpy(arrays["x"]), edge_index=torch.from_numpy(arrays["edge_index"]),
             edge_attr=torch.from_numpy(arrays["edge_attr"]), u=torch.from_numpy(arrays["u"]),
-            y=torch.tensor([[np.log(record["latency_ms"])]], dtype=torch.float32),
+            y=torch.tensor([[record["latency_ms"], float(memory) if memory else float("nan")]],
+                           dtype=torch.float32),
             latency_ms=float(record["latency_ms"]), family=record.get("config", {}).get("family", "onnx"),
             spec=record["spec"], target_name=record["target_name"],
-            memory_bytes=float(memory) if memory else float("nan"),
         ))
         if on_progress is not None:
             on_progress(i + 1, len(records))
