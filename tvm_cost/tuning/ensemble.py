@@ -1,0 +1,130 @@
+"""`EnsembleCostModel`: augment MetaSchedule's `XGBModel` with the GNN instead of replacing it.
+
+**Rule.** Each call, both models' scores are turned into percentile ranks within the call (``rank / n``, best
+= 1, ties averaged), so their scales never matter (XGB's can be negative, the GNN's are ratios); the score is the
+weighted mean ``(w_gnn * r_gnn + w_xgb * r_xgb) / (w_gnn + w_xgb)``, in (0, 1]. ``w_gnn = gnn_weight``.
+``w_xgb`` is 0 while the XGB model is cold -- `XGBModel` draws uniform random scores until it holds
+`num_warmup_samples` (100) measurements and a booster -- then ``xgb_weight * min(1, n / (2 * warmup))`` as its
+data grow (half weight at warm-up, full weight from twice that). While ``w_xgb`` is 0 the XGB model is not asked
+to predict at all (it would only draw noise and extract features for nothing). Both models see every update.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tvm.ir.utils import derived_object
+from tvm.s_tir.meta_schedule.cost_model import PyCostModel
+
+from tvm_cost.errors import TvmCostError
+from tvm_cost.tuning.cost_model import GNNCostModel
+from tvm_cost.tuning.replay import measured_latency_ms
+from tvm_cost.tuning.scoring import python_side_save_load
+from tvm_cost.tuning.xgb import is_xgb, load_xgb, make_xgb, save_xgb, xgb_is_warm
+
+log = logging.getLogger(__name__)
+
+STATE_FORMAT = "tvm-cost-ensemble-cost-model"
+
+
+def percentile_ranks(scores: np.ndarray) -> np.ndarray:
+    """``rank / n`` with the highest score at 1 and ties sharing their average rank (float64, in (0, 1])."""
+    from scipy.stats import rankdata
+
+    scores = np.nan_to_num(np.asarray(scores, np.float64), nan=-np.inf)
+    return rankdata(scores, method="average") / max(len(scores), 1)
+
+
+@derived_object
+class EnsembleCostModel(PyCostModel):
+    """Weighted mean of the GNN's and XGB's per-call percentile ranks (rule in the module docstring).
+
+    Args:
+        gnn: A `GNNCostModel` (or any cost model); None: ``GNNCostModel()``.
+        xgb: An `XGBModel` (or any cost model); None: `tvm_cost.tuning.xgb.make_xgb()`.
+        gnn_weight, xgb_weight: Full weights of the two members.
+        xgb_warmup: Measurements before the XGB member counts; None: its `num_warmup_samples` (100 for
+            `XGBModel`; `XGBModel` must also have a booster). For other cost models, the valid results seen.
+    """
+
+    def __init__(self, gnn: Any = None, xgb: Any = None, *, gnn_weight: float = 1.0, xgb_weight: float = 1.0,
+                 xgb_warmup: int | None = None) -> None:
+        if gnn_weight < 0 or xgb_weight < 0 or gnn_weight + xgb_weight == 0:
+            raise ValueError(f"EnsembleCostModel: weights gnn={gnn_weight}, xgb={xgb_weight} must be >= 0, "
+                             "not both 0")
+        self.gnn = gnn if gnn is not None else GNNCostModel()
+        self.xgb = xgb if xgb is not None else make_xgb()
+        self.gnn_weight, self.xgb_weight = float(gnn_weight), float(xgb_weight)
+        if xgb_warmup is None:
+            xgb_warmup = int(getattr(self.xgb, "num_warmup_samples", 100)) if is_xgb(self.xgb) else 100
+        self.xgb_warmup = xgb_warmup
+        self.num_measured = 0  # valid results seen by update
+
+    def xgb_samples(self) -> int:
+        return int(self.xgb.data_size) if is_xgb(self.xgb) else self.num_measured
+
+    def current_weights(self) -> tuple[float, float]:
+        """``(w_gnn, w_xgb)`` for the next predict call."""
+        n = self.xgb_samples()
+        cold = n < self.xgb_warmup or (is_xgb(self.xgb) and not xgb_is_warm(self.xgb))
+        w_xgb = 0.0 if cold else self.xgb_weight * min(1.0, n / (2.0 * max(self.xgb_warmup, 1)))
+        return self.gnn_weight, w_xgb
+
+    def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
+        if not candidates:
+            return np.zeros(0, np.float64)
+        w_gnn, w_xgb = self.current_weights()
+        total = np.zeros(len(candidates), np.float64)
+        if w_gnn > 0:
+            total += w_gnn * percentile_ranks(self.gnn.predict(context, candidates))
+        if w_xgb > 0:
+            total += w_xgb * percentile_ranks(self.xgb.predict(context, candidates))
+        if w_gnn + w_xgb == 0:  # GNN weighted 0 and XGB still cold: its random scores are all there is
+            return percentile_ranks(self.xgb.predict(context, candidates))
+        return total / (w_gnn + w_xgb)
+
+    def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
+        self.num_measured += sum(measured_latency_ms(r) is not None for r in results)
+        self.gnn.update(context, candidates, results)
+        self.xgb.update(context, candidates, results)
+
+    def predict_with_uncertainty(self, context: Any, candidates: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+        """The GNN member's predicted log-latency mean and std (`GNNCostModel.predict_with_uncertainty`)."""
+        return self.gnn.predict_with_uncertainty(context, candidates)
+
+    def save(self, path: str) -> None:
+        """A folder: ``gnn/`` (the GNN's own save), ``xgb.tar`` (also before XGB is trained), ``state.json``."""
+        folder = Path(path)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.gnn.save(str(folder / "gnn"))
+        if is_xgb(self.xgb):
+            save_xgb(self.xgb, str(folder / "xgb.tar"))
+        else:
+            self.xgb.save(str(folder / "xgb"))
+        state = {"format": STATE_FORMAT, "version": 1, "gnn_weight": self.gnn_weight,
+                 "xgb_weight": self.xgb_weight, "xgb_warmup": self.xgb_warmup, "num_measured": self.num_measured}
+        (folder / "state.json").write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
+
+    def load(self, path: str) -> None:
+        folder = Path(path)
+        try:
+            state = json.loads((folder / "state.json").read_text())
+            if state.get("format") != STATE_FORMAT:
+                raise ValueError(f"not a {STATE_FORMAT} state file")
+        except (OSError, ValueError) as err:
+            raise TvmCostError(f"cannot read the ensemble state ({type(err).__name__}: {err})",
+                               path=folder / "state.json") from None
+        self.gnn.load(str(folder / "gnn"))
+        if is_xgb(self.xgb):
+            load_xgb(self.xgb, str(folder / "xgb.tar"))
+        else:
+            self.xgb.load(str(folder / "xgb"))
+        self.gnn_weight, self.xgb_weight = float(state["gnn_weight"]), float(state["xgb_weight"])
+        self.xgb_warmup, self.num_measured = int(state["xgb_warmup"]), int(state["num_measured"])
+
+
+python_side_save_load(EnsembleCostModel)

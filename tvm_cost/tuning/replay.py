@@ -1,0 +1,116 @@
+"""What `GNNCostModel` learns from during a tune: program graphs of candidates and a per-task replay buffer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tvm_cost.data.kernel_dataset import pack_graphs, unpack_graphs
+from tvm_cost.features.schema import NUM_STORE_FEATURES
+
+Graph = dict[str, np.ndarray]
+FAILED_RUN_SECS = 1e10  # TVM's marker of a failed build or run
+
+
+def measured_latency_ms(result: Any) -> float | None:
+    """Mean ``run_secs`` of a runner result in ms; None for a failed build or run (never a label)."""
+    if getattr(result, "error_msg", None) or not result.run_secs:
+        return None
+    secs = [float(s) for s in result.run_secs]
+    if not all(np.isfinite(s) and 0.0 < s < FAILED_RUN_SECS for s in secs):
+        return None
+    return float(np.mean(secs)) * 1e3
+
+
+def task_key(context: Any) -> str:
+    """The task of a tune context: the structural hash of its workload, as `XGBModel` groups its data."""
+    from tvm.s_tir.meta_schedule.utils import shash2hex
+
+    return str(shash2hex(context.mod))
+
+
+class CandidateFeaturizer:
+    """Program graphs of a task's candidates, with the task's global features `u` computed once per task.
+
+    Args:
+        target_spec: Target for the descriptors in `u` (`tvm_cost.targets.resolve_target`); None: each
+            context's own target.
+    """
+
+    def __init__(self, target_spec: Any = None) -> None:
+        self.target_spec = target_spec
+        self._u: dict[str, np.ndarray] = {}
+
+    def graphs(self, context: Any, candidates: Sequence[Any]) -> list[Graph]:
+        """One graph per candidate (a candidate without any store gets a single all-zero node)."""
+        from tvm_cost.features.program_graph import program_graphs, workload_globals
+
+        if not candidates:
+            return []
+        spec = self.target_spec
+        if spec is None:
+            spec = {str(k): v for k, v in context.target.export().items()}
+        key = task_key(context)
+        if key not in self._u:
+            self._u[key] = workload_globals(context.mod, target_spec=spec)
+        graphs = program_graphs(context, list(candidates), target_spec=spec, u=self._u[key])
+        for g in graphs:
+            if g["x"].shape[0] == 0:
+                g["x"] = np.zeros((1, g["x"].shape[1]), np.float32)
+        return graphs
+
+
+class ReplayBuffer:
+    """Measured candidates per task (graphs and latencies in ms), newest last, at most `capacity` per task."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._graphs: dict[str, list[Graph]] = {}
+        self._latency: dict[str, list[float]] = {}
+
+    def add(self, key: str, graphs: Sequence[Graph], latency_ms: Sequence[float]) -> None:
+        g = self._graphs.setdefault(key, [])
+        lat = self._latency.setdefault(key, [])
+        g.extend(graphs)
+        lat.extend(float(v) for v in latency_ms)
+        del g[:-self.capacity], lat[:-self.capacity]
+
+    def task(self, key: str) -> tuple[list[Graph], np.ndarray]:
+        """The task's graphs and latencies (ms), oldest first."""
+        return list(self._graphs.get(key, [])), np.asarray(self._latency.get(key, []), np.float64)
+
+    @property
+    def tasks(self) -> list[str]:
+        return list(self._graphs)
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._latency.values())
+
+    def xgb_groups(self) -> dict[str, tuple[list[np.ndarray], np.ndarray]]:
+        """Per task, the PerStoreFeature rows (the first 164 node columns) and mean costs in seconds."""
+        return {k: ([g["x"][:, :NUM_STORE_FEATURES] for g in self._graphs[k]],
+                    np.asarray(self._latency[k], np.float64) / 1e3) for k in self._graphs}
+
+    def save(self, path: str | Path) -> None:
+        """One ``.npz`` (no pickle): packed graphs, latencies, the task index of each and the task keys."""
+        keys = self.tasks
+        graphs = [g for k in keys for g in self._graphs[k]]
+        np.savez(path, **pack_graphs(graphs),  # type: ignore[arg-type]  # numpy's stub reads ** as allow_pickle
+                 latency_ms=np.asarray([v for k in keys for v in self._latency[k]], np.float64),
+                 task=np.asarray([i for i, k in enumerate(keys) for _ in self._graphs[k]], np.int64),
+                 keys=np.asarray(keys, dtype=str), capacity=np.asarray(self.capacity))
+
+    @classmethod
+    def load(cls, path: str | Path, *, capacity: int | None = None) -> ReplayBuffer:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+        buf = cls(int(arrays["capacity"]) if capacity is None else capacity)
+        keys = [str(k) for k in arrays["keys"]]
+        graphs = unpack_graphs(arrays)
+        for i, key in enumerate(keys):
+            idx = np.flatnonzero(arrays["task"] == i)
+            buf.add(key, [graphs[j] for j in idx], arrays["latency_ms"][idx])
+        return buf
