@@ -10,7 +10,26 @@ from tvm_cost.graph_api import load_database, operator_graph
 from tvm_cost.importer import ImportedModel, import_model
 from tvm_cost.targets import PRESETS, HardwareSpec, ResolvedTarget, resolve_target
 
+_LAZY = {  # these import tvm (seconds): resolved on first use
+    "GNNCostModel": "tvm_cost.tuning",
+    "EnsembleCostModel": "tvm_cost.tuning",
+    "make_cost_model": "tvm_cost.tuning",
+    "tune_tir": "tvm_cost.tuning",
+    "tune_model": "tvm_cost.tuning",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'tvm_cost' has no attribute {name!r}")
+
+
 __all__ = [
+    "EnsembleCostModel",
+    "GNNCostModel",
     "PRESETS",
     "SCHEMA",
     "FeatureSchema",
@@ -23,7 +42,10 @@ __all__ = [
     "TvmCostError",
     "import_model",
     "load_database",
+    "make_cost_model",
     "operator_graph",
     "resolve_target",
+    "tune_model",
+    "tune_tir",
 ]
 __version__ = "0.1.0"

@@ -92,6 +92,26 @@ def _collect(args: argparse.Namespace) -> None:
     Console().print_json(data=summary)
 
 
+def _tune(args: argparse.Namespace) -> None:
+    from rich.console import Console
+
+    from tvm_cost.importer import import_model, parse_input_shapes
+    from tvm_cost.targets import resolve_target
+    from tvm_cost.tuning import tune_model
+
+    console = Console()
+    resolved = resolve_target(args.target)
+    t0 = time.perf_counter()
+    imported = import_model(args.model, input_shapes=parse_input_shapes(args.input_shape))
+    database = tune_model(imported.mod, target=resolved.target_json, cost_model=args.cost_model,
+                          max_trials=args.trials, max_trials_per_task=args.trials_per_task,
+                          work_dir=args.work_dir, seed=args.seed)
+    records = len(database)
+    console.print(f"tuned {args.model} on {resolved.name} with cost model {args.cost_model!r}: {records} records "
+                  f"in {time.perf_counter() - t0:.0f} s; database in {args.work_dir} "
+                  f"(use it with: tvm-cost graph {args.model} --database {args.work_dir})")
+
+
 def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="an .onnx file or zoo:NAME[,key=value...] (e.g. zoo:resnet18,batch=1)")
     p.add_argument("--target", default="llvm",
@@ -151,6 +171,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--time-budget-s", type=float, help="stop cleanly before exceeding this many seconds")
     p.add_argument("--max-tasks", type=int, help="collect at most this many tasks")
     p.set_defaults(func=_collect)
+
+    p = sub.add_parser("tune", help="tune a model's kernels with MetaSchedule, guided by a cost model")
+    _add_model_args(p)
+    p.add_argument("--cost-model", default="ensemble", choices=("gnn", "xgb", "ensemble", "random"))
+    p.add_argument("--trials", type=int, default=256, help="total measured trials")
+    p.add_argument("--trials-per-task", type=int, help="cap per task")
+    p.add_argument("--work-dir", default="tune_work", help="MetaSchedule work dir (database and logs)")
+    p.add_argument("--seed", type=int)
+    p.set_defaults(func=_tune)
     return parser
 
 
