@@ -25,16 +25,28 @@ def _add_module():
 
 def test_fast_builder_builds_and_reports_errors(llvm_target):
     import tvm
+    from tvm import tirx
     from tvm.s_tir.meta_schedule.builder import BuilderInput
 
     builder = fast.FastBuilder(max_workers=1, timeout_sec=60)
     try:
-        mod = _add_module()
-        results = builder.build([BuilderInput(mod, llvm_target), BuilderInput(mod, tvm.target.Target(CUDA))])
+        bad = tvm.IRModule({"main": tirx.PrimFunc([], tirx.Evaluate(0))})  # no global symbol: cannot build
+        results = builder.build([BuilderInput(_add_module(), llvm_target), BuilderInput(bad, llvm_target)])
         assert results[0].error_msg is None and os.path.exists(results[0].artifact_path)
-        assert results[1].artifact_path is None and "FastBuilder" in results[1].error_msg  # unbound GPU loops
+        assert results[1].artifact_path is None and "exposed externally" in results[1].error_msg
         fast.remove_artifact(results[0].artifact_path)
         assert not os.path.exists(os.path.dirname(results[0].artifact_path))
+    finally:
+        builder.close()
+
+
+def test_fast_builder_timeout_is_a_failure(llvm_target):
+    from tvm.s_tir.meta_schedule.builder import BuilderInput
+
+    builder = fast.FastBuilder(max_workers=1, timeout_sec=0.001)
+    try:
+        (result,) = builder.build([BuilderInput(_add_module(), llvm_target)])
+        assert result.artifact_path is None and "Timeout" in result.error_msg
     finally:
         builder.close()
 
@@ -86,3 +98,25 @@ def test_workers_die_with_a_killed_parent():
     finally:
         for pid in [proc.pid, *workers]:
             kill_tree(pid)
+
+
+def test_local_runner_worker_is_recycled():
+    runner = fast.make_runner(max_uses=7)
+    try:
+        assert runner.pool._maximum_process_uses == 7
+    finally:
+        runner.pool.shutdown()
+
+
+def test_preload_imports_only_the_targets_intrinsics():
+    script = textwrap.dedent("""
+        import sys, tvm
+        from tvm_cost.collect import fast
+        assert fast.preload_tensor_intrinsics(tvm.target.Target({"kind": "llvm"}))
+        assert "tvm.s_tir.tensor_intrin.x86" in sys.modules and "tvm.s_tir.tensor_intrin.cuda" not in sys.modules
+        import tvm.s_tir.tensor_intrin  # what TuneContext does: now a no-op
+        assert "tvm.s_tir.tensor_intrin.rocm" not in sys.modules
+        print("ok")
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]

@@ -58,3 +58,17 @@ def test_to_py_converts_ffi_containers():
     value = tvm_ffi.convert({"a": [1, 2.5, "x"], "b": None})
     assert to_py(value) == {"a": [1, 2.5, "x"], "b": None}
     assert json.dumps(to_py(value))
+
+
+def test_progress_helper_forms():
+    from tvm_cost.collect.progress import rich_progress
+
+    seen = []
+    with rich_progress(seen.append) as cb:
+        cb({"x": 1})
+    assert seen == [{"x": 1}]
+    with rich_progress(False) as cb:
+        assert cb is None
+    with rich_progress(True) as cb:
+        cb({"task": "t", "task_index": 0, "num_tasks": 2, "phase": "random", "done": 3, "total": 8,
+            "elapsed_s": 1.5, "failed": 0})

@@ -92,14 +92,6 @@ def test_gzipped_database_is_decompressed_to_resume(tmp_path):
     assert count_records(tmp_path) == {"1": 4}
 
 
-def test_tasks_json_merges_model_weights(tmp_path):
-    with RecordStore(tmp_path) as store:
-        store.write_tasks({"1": {"task_name": "dense", "models": {"a": 1}}})
-        store.write_tasks({"1": {"task_name": "dense", "models": {"b": 2}}, "2": {"task_name": "conv", "models": {}}})
-    tasks = json.loads((tmp_path / "tasks.json").read_text())
-    assert tasks["1"]["models"] == {"a": 1, "b": 2} and set(tasks) == {"1", "2"}
-
-
 def test_tvm_json_database_loads_the_store(tmp_path):
     from tvm.s_tir import meta_schedule as ms
 

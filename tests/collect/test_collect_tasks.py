@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from collect_helpers import CUDA, LLVM, conv_dense_module, dense_module
 
 from tvm_cost.collect import import_models, resolve_target
-from tvm_cost.collect.tasks import extract_tasks
+from tvm_cost.collect.tasks import extract_tasks, write_tasks_json
 from tvm_cost.errors import TvmCostError
 
 
@@ -20,6 +22,15 @@ def test_shared_kernel_is_one_task(llvm_target):
     assert len({t.shash for t in tasks}) == len(tasks)
     assert all(t.workload[0] == t.shash and t.flop >= 0 for t in tasks)
     assert shared[0].describe()["models"] == {"a": 1, "b": 1}
+
+
+def test_tasks_json_merges_model_weights(tmp_path, llvm_target):
+    first = extract_tasks([("a", dense_module(32))], llvm_target)
+    write_tasks_json(tmp_path, first)
+    write_tasks_json(tmp_path, extract_tasks([("b", conv_dense_module())], llvm_target))
+    tasks = json.loads((tmp_path / "tasks.json").read_text())
+    assert tasks[first[0].shash]["models"] == {"a": 1, "b": 1}
+    assert len(tasks) >= 3 and all("task_name" in t and "flop" in t for t in tasks.values())
 
 
 def test_resolve_target_forms():

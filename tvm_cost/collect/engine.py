@@ -28,6 +28,8 @@ from tvm_cost.collect.tasks import CollectTask
 log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[dict[str, Any]], None]
+#: A phase whose search finds nothing new this many passes in a row is done (small design spaces run dry).
+MAX_DRY_PASSES = 3
 
 
 @dataclass(frozen=True)
@@ -129,20 +131,22 @@ class Collector:
         self.total_target = sum(self._done(t, p, n) for t in tasks for p, n in targets.items())
         for index, task in enumerate(tasks):
             for phase, n in targets.items():
+                dry = 0  # passes in a row that found nothing new
                 while (wanted := self._done(task, phase, n)) > 0:
                     if self._out_of_time():
                         return self.summary(len(tasks))
-                    new = self._run_pass(task, index, len(tasks), phase, wanted)  # type: ignore[arg-type]
+                    new = self._run_pass(task, index, len(tasks), phase, wanted, dry)  # type: ignore[arg-type]
                     if self.stopped != "done":
                         return self.summary(len(tasks))
-                    if self.store is None:
+                    if self.store is None or not self.config.measure:  # nothing counts progress: one pass
                         break
-                    if new == 0:
+                    dry = dry + 1 if new == 0 else 0
+                    if dry >= MAX_DRY_PASSES:
                         self.store.mark_exhausted(task.shash, phase)  # type: ignore[arg-type]
                         log.info("%s: %s search ran dry", task.name, phase)
         return self.summary(len(tasks))
 
-    def _context(self, task: CollectTask, phase: Phase, done: int) -> ms.TuneContext:
+    def _context(self, task: CollectTask, phase: Phase, done: int, attempt: int) -> ms.TuneContext:
         if phase == "random":
             strategy: Any = ms.search_strategy.ReplayTrace()
         else:
@@ -152,10 +156,10 @@ class Collector:
         return ms.TuneContext(
             task.mod, target=self.target, space_generator=ms.space_generator.PostOrderApply(),
             search_strategy=strategy, task_name=task.name, num_threads=self.threads,
-            rand_state=_rand_state(self.config.seed, task.shash, phase, done))
+            rand_state=_rand_state(self.config.seed, task.shash, phase, done, attempt))
 
     def _seed(self, ctx: ms.TuneContext, task: CollectTask, database: Any) -> None:
-        """Give the evolutionary search and the cost model what earlier runs measured for this task."""
+        """Give the evolutionary search and the cost model this task's records (earlier runs, random phase)."""
         if self.store is None:
             return
         lines = self.store.ok_records(task.shash)
@@ -170,25 +174,29 @@ class Collector:
             self.cost_model.update(ctx, cands, results)
             self.fed[task.shash] = len(records)
 
-    def _run_pass(self, task: CollectTask, index: int, n_tasks: int, phase: Phase, wanted: int) -> int:
+    def _run_pass(self, task: CollectTask, index: int, n_tasks: int, phase: Phase, wanted: int, attempt: int) -> int:
         """One search pass of up to `wanted` trials; returns the number of new records."""
         done = 0 if self.store is None else getattr(self.store.progress(task.shash), phase)
-        ctx = self._context(task, phase, done)
+        ctx = self._context(task, phase, done, attempt)
         database = ms.database.MemoryDatabase()
         if phase == "evolutionary":
             self._seed(ctx, task, database)
         workload = database.commit_workload(task.mod)
-        ctx.pre_tuning(wanted, self.config.batch_size, ctx.generate_design_space(), database, self.cost_model)
+        # Ask for a few more than wanted: candidates measured before are dropped (`_batch`), and a fresh
+        # evolutionary search readily proposes the best of them again.
+        slack = max(2, wanted // 4)
+        ctx.pre_tuning(wanted + slack, self.config.batch_size, ctx.generate_design_space(), database,
+                       self.cost_model)
         new = 0
         try:
-            while True:
+            while new < wanted:
                 if self._out_of_time():
                     break
                 t0 = time.monotonic()
                 cands = ctx.generate_measure_candidates()
                 if cands is None:
                     break
-                new += self._batch(ctx, task, phase, workload, database, list(cands))
+                new += self._batch(ctx, task, phase, workload, database, list(cands), wanted - new)
                 self.batch_secs.append(time.monotonic() - t0)
                 self._report(task, index, n_tasks, phase)
         finally:
@@ -196,42 +204,36 @@ class Collector:
         return new
 
     def _batch(self, ctx: ms.TuneContext, task: CollectTask, phase: Phase, workload: Any, database: Any,
-               cands: list[Any]) -> int:
-        recs = [TuningRecord(c.sch.trace, workload, None, self.target, c.args_info) for c in cands]
-        jsons = [rec.as_json() for rec in recs]
-        keys = [trace_key(j[0]) for j in jsons]
-        fresh, seen = [], set()
-        for i, key in enumerate(keys):
-            if key not in seen and not (self.store and self.store.seen(task.shash, key)):
+               cands: list[Any], limit: int) -> int:
+        """Measure the new candidates of a batch (at most `limit`), commit them; returns the records written."""
+        jsons = [TuningRecord(c.sch.trace, workload, None, self.target, c.args_info).as_json() for c in cands]
+        fresh, seen, dups = [], set(), 0
+        for i, key in enumerate(trace_key(j[0]) for j in jsons):
+            if key in seen or (self.store is not None and self.store.seen(task.shash, key)):
+                dups += 1
+            elif len(fresh) < limit:
                 fresh.append(i)
             seen.add(key)
-        outcomes: list[Outcome] = [Outcome("run", error="duplicate")] * len(cands)
+        outcomes = [Outcome("run", error="not measured (duplicate or beyond the phase's count)")] * len(cands)
         for i, out in zip(fresh, measure([cands[i] for i in fresh], self.target, self.builder, self.runner)):
             outcomes[i] = out
         ctx.notify_runner_results(cands, [o.runner_result() for o in outcomes])
-        ok = [i for i in fresh if outcomes[i].stage == "ok"]
         counts = {"build_errors": sum(outcomes[i].stage == "build" for i in fresh),
-                  "run_errors": sum(outcomes[i].stage == "run" for i in fresh),
-                  "duplicates": len(cands) - len(fresh)}
-        for name, value in counts.items():
-            self.stats[name] += value
-        for i in fresh:
-            if outcomes[i].failed:
-                kind = error_kind(outcomes[i])
-                self.errors[kind] = self.errors.get(kind, 0) + 1
-        self.stats["built"] += sum(outcomes[i].stage in ("ok", "built", "run") for i in fresh)
+                  "run_errors": sum(outcomes[i].stage == "run" for i in fresh), "duplicates": dups}
+        self._count([outcomes[i] for i in fresh], counts)
         if not self.config.measure:
             return len(fresh)
+        ok = [i for i in fresh if outcomes[i].stage == "ok"]
         records = []
         for i in fresh:
             jsons[i][1] = outcomes[i].run_secs
-            records.append(("ok" if outcomes[i].stage == "ok" else "failed", jsons[i]))
+            records.append(("ok" if i in ok else "failed", jsons[i]))
         if self.store is not None:
             self.store.commit(task.shash, phase, task.workload, records, **counts)
         for i in ok:
             database.commit_tuning_record(
                 TuningRecord(cands[i].sch.trace, workload, outcomes[i].run_secs, self.target, cands[i].args_info))
-        if ok:
+        if ok and phase == "evolutionary":  # random-phase records reach the model in `_seed`, in one training
             self.cost_model.update(ctx, [cands[i] for i in ok], [outcomes[i].runner_result() for i in ok])
             self.fed[task.shash] = self.fed.get(task.shash, 0) + len(ok)
         self.stats["records"] += len(records)
@@ -239,6 +241,15 @@ class Collector:
         self.stats["failed"] += len(records) - len(ok)
         self.total_done += len(records)
         return len(records)
+
+    def _count(self, outcomes: list[Outcome], counts: dict[str, int]) -> None:
+        for name, value in counts.items():
+            self.stats[name] += value
+        self.stats["built"] += sum(o.stage in ("ok", "built", "run") for o in outcomes)
+        for out in outcomes:
+            if out.failed:
+                kind = error_kind(out)
+                self.errors[kind] = self.errors.get(kind, 0) + 1
 
     def _report(self, task: CollectTask, index: int, n_tasks: int, phase: str) -> None:
         if self.progress is None:

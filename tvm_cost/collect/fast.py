@@ -1,16 +1,19 @@
 """Fast measurement: a persistent build pool that skips the tensor-intrinsics import, and cheap evaluators.
 
 MetaSchedule's `LocalBuilder` starts a fresh process pool for every batch and its `default_build` imports
-`tvm.s_tir.tensor_intrin` (21-34 s here) inside each worker's build timeout; builds then time out in cascades.
-`FastBuilder` keeps its workers across batches, builds with the same passes minus that import (no tensorization is
-needed for the schedules collected here), and recycles each worker after `max_uses` builds to bound the memory
-leak that made MetaSchedule restart its pool. Workers die with the collector (Linux `PR_SET_PDEATHSIG`), so a
-killed collection leaves no `popen_worker` behind.
+`tvm.s_tir.tensor_intrin` (21-66 s here) inside each worker's build timeout; builds then time out in cascades.
+`FastBuilder` keeps its workers across batches, builds with the same passes minus that import (tensorization
+happened when the candidate was scheduled, in the collector; building it looks no intrinsic up), and recycles
+each worker after `max_uses` builds to bound the memory leak that made MetaSchedule restart its pool. The local
+runner's worker is recycled the same way (it keeps every module it timed loaded). Workers die with the collector
+(Linux `PR_SET_PDEATHSIG`), so a killed collection leaves no `popen_worker` behind.
 """
 
 from __future__ import annotations
 
 import ctypes
+import importlib
+import importlib.util
 import logging
 import os
 import shutil
@@ -32,6 +35,39 @@ log = logging.getLogger(__name__)
 FAST_EVALUATOR = EvaluatorConfig(number=1, repeat=3, min_repeat_ms=10, enable_cpu_cache_flush=False)
 #: A slow, careful evaluator used as the reference when checking rankings and noise.
 LONG_EVALUATOR = EvaluatorConfig(number=5, repeat=10, min_repeat_ms=50, enable_cpu_cache_flush=False)
+
+
+#: Tensor-intrinsic modules that each target kind's default MetaSchedule rules can use. The whole
+#: `tvm.s_tir.tensor_intrin` package takes 21-66 s to import here: CUDA's 40 s (needed by the tensor-core rules
+#: of CUDA targets), ROCm's 8, Hexagon's 3, the CPU ones 5.
+INTRINSICS_BY_KIND: dict[str, tuple[str, ...]] = {"llvm": ("x86", "arm_cpu", "riscv_cpu"), "cuda": ("cuda",)}
+
+
+def preload_tensor_intrinsics(target: tvm.target.Target) -> bool:
+    """Import only the tensor intrinsics `target`'s default rules need, standing in for the whole package.
+
+    `TuneContext` imports `tvm.s_tir.tensor_intrin` on construction; once this has run, that import finds the
+    package and costs nothing. The other submodules stay importable by name (``tvm.s_tir.tensor_intrin.cuda``).
+    A process-wide change, meant for collector processes; calling it again for another target adds that target's
+    intrinsics. Returns False (and does nothing) when the whole package is already imported or the target kind
+    is not listed.
+    """
+    name = "tvm.s_tir.tensor_intrin"
+    subs = INTRINSICS_BY_KIND.get(target.kind.name)
+    package = sys.modules.get(name)
+    if subs is None or (package is not None and not getattr(package, "_tvm_cost_partial", False)):
+        return False
+    if package is None:
+        spec = importlib.util.find_spec(name)
+        if spec is None:
+            return False
+        package = importlib.util.module_from_spec(spec)  # the package, without running its __init__
+        package._tvm_cost_partial = True  # type: ignore[attr-defined]  # later targets add their own
+        sys.modules[name] = package
+    for sub in subs:
+        importlib.import_module(f"{name}.{sub}")
+    log.info("imported tensor intrinsics %s only", subs)
+    return True
 
 
 def cuda_compile_env() -> dict[str, str]:
@@ -61,7 +97,30 @@ def build_module(mod: tvm.IRModule, target: tvm.target.Target) -> Any:
     from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock  # pylint: disable=import-outside-toplevel
 
     mod = RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(mod)
-    return tvm_build(mod, target=target)
+    rt_mod = tvm_build(mod, target=target)
+    if target.kind.name == "cuda":
+        compile_cuda_imports(rt_mod, target)
+    return rt_mod
+
+
+def compile_cuda_imports(rt_mod: Any, target: tvm.target.Target) -> int:
+    """Compile the CUDA source of `rt_mod`'s CUDA imports that carry no binary yet; returns how many.
+
+    Without a GPU (no CUDA runtime linked) TVM's build only embeds CUDA source, to be compiled when the module is
+    loaded; compiling it here with nvcc (or NVRTC, per ``TVM_CUDA_COMPILE_MODE``) makes kernels that the CUDA
+    compiler rejects (too many registers, too much shared memory ...) fail at build time, as they would on a GPU.
+    """
+    from tvm.support import nvcc  # pylint: disable=import-outside-toplevel
+
+    compiled = 0
+    for imp in rt_mod.imports:
+        if imp.kind != "cuda" or any(imp.inspect_source(fmt) for fmt in ("cubin", "ptx", "fatbin")):
+            continue
+        with target:
+            nvcc.compile_cuda(imp.inspect_source(), target_format="cubin",
+                              compiler=os.environ.get("TVM_CUDA_COMPILE_MODE", "nvrtc").lower())
+        compiled += 1
+    return compiled
 
 
 def build_and_export(mod: tvm.IRModule, target: tvm.target.Target) -> str:
@@ -155,15 +214,19 @@ def make_runner(
     rpc_key: str | None = None,
     rpc_workers: int = 1,
     session_timeout_sec: float = 60.0,
+    max_uses: int = 256,
 ) -> Any:
     """A `LocalRunner`, or an `RPCRunner` when `rpc_tracker` ("HOST:PORT") and `rpc_key` are given.
 
-    `evaluator=None` gives MetaSchedule's default `EvaluatorConfig`.
+    `evaluator=None` gives MetaSchedule's default `EvaluatorConfig`. The local runner's worker is replaced every
+    `max_uses` candidates: it never unloads the modules it times (2.5 GB after 1,100 candidates here).
     """
     if rpc_tracker is None:
-        return ms.runner.LocalRunner(
-            timeout_sec=timeout_sec, evaluator_config=evaluator, initializer=worker_init
-        )
+        runner = ms.runner.LocalRunner(timeout_sec=timeout_sec, evaluator_config=evaluator, initializer=worker_init)
+        runner.pool.shutdown()
+        runner.pool = PopenPoolExecutor(max_workers=1, timeout=timeout_sec, initializer=worker_init,
+                                        maximum_process_uses=max_uses)
+        return runner
     if not rpc_key:
         raise ValueError("rpc_tracker needs an rpc_key")
     host, _, port = rpc_tracker.rpartition(":")

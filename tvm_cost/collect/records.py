@@ -12,6 +12,7 @@ import gzip
 import json
 import logging
 import math
+import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,7 +96,7 @@ def iter_json_lines(path: str | Path) -> Iterator[tuple[int, Any]]:
                     yield lineno, json.loads(line)
                 except json.JSONDecodeError as err:
                     _warn(f"{path}:{lineno}: skipped a broken line ({err.msg})")
-        except (EOFError, gzip.BadGzipFile) as err:  # a cut-short .gz
+        except (EOFError, gzip.BadGzipFile, zlib.error) as err:  # a cut-short or damaged .gz
             _warn(f"{path}: stopped reading at a damaged end ({err})")
 
 

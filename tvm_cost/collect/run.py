@@ -94,6 +94,7 @@ def run_collect(
     max_tasks: int | None = None,
     progress: bool | Callable[[dict[str, Any]], None] = False,
     command: str | None = None,
+    all_intrinsics: bool = False,
 ) -> dict[str, Any]:
     """Collect measured records for `models` on `target`; resumable, append-only.
 
@@ -126,6 +127,8 @@ def run_collect(
         max_tasks: Only the first this-many tasks (after deduplication).
         progress: True for a rich progress bar on stderr, or a callback receiving a dict per batch.
         command: Command line for the manifest; defaults to this process's.
+        all_intrinsics: Import every tensor intrinsic (21-66 s) instead of the target's own
+            (`fast.preload_tensor_intrinsics`, a process-wide change).
 
     Returns:
         The summary (records, measured, failed, tasks, elapsed_s, records_per_s, stopped, out_dir ...).
@@ -139,9 +142,11 @@ def run_collect(
     from tvm_cost.collect.engine import CollectConfig, collect  # pylint: disable=import-outside-toplevel
     from tvm_cost.collect.progress import rich_progress  # pylint: disable=import-outside-toplevel
     from tvm_cost.collect.store import RecordStore  # pylint: disable=import-outside-toplevel
-    from tvm_cost.collect.tasks import extract_tasks  # pylint: disable=import-outside-toplevel
+    from tvm_cost.collect.tasks import extract_tasks, write_tasks_json  # pylint: disable=import-outside-toplevel
 
     name, target_json, tvm_target = resolve_target(target)
+    if not all_intrinsics:
+        fast.preload_tensor_intrinsics(tvm_target)
     config = CollectConfig(trials_per_task=trials_per_task, random_fraction=random_fraction, batch_size=batch_size,
                            seed=seed, population_size=population_size, measure=measure,
                            time_budget_s=time_budget_s, search_threads=builder_workers)
@@ -167,13 +172,15 @@ def run_collect(
     summary: dict[str, Any] = {}
     try:
         if store is not None:
-            store.write_tasks({t.shash: t.describe() for t in tasks})
+            write_tasks_json(out_dir, tasks)
         with rich_progress(progress) as callback:
             summary = collect(tasks, target=tvm_target, store=store, builder=bld, runner=runner, config=config,
                               progress=callback)
     finally:
         if hasattr(bld, "close"):
             bld.close()
+        if getattr(runner, "pool", None) is not None:  # LocalRunner / RPCRunner worker processes
+            runner.pool.shutdown()
         if store is not None:
             run_entry.update(end=manifest.now_iso(), summary=summary or {"stopped": "error"})
             manifest.write_manifest(out_dir, target=target_json, settings=settings, run=run_entry)

@@ -35,7 +35,6 @@ DB_FILES: dict[str, tuple[str, str]] = {
 }
 ALL_DB_FILES = tuple(name for pair in DB_FILES.values() for name in pair)
 PROGRESS_FILE = "progress.json"
-TASKS_FILE = "tasks.json"
 
 
 @dataclass
@@ -57,6 +56,7 @@ class TaskProgress:
 
     @property
     def records(self) -> int:
+        """All records of the task."""
         return self.random + self.evolutionary + self.other
 
 
@@ -92,7 +92,6 @@ class RecordStore:
         self._keys: dict[str, set[bytes]] = defaultdict(set)
         self._lock: Any = None
 
-    # -- opening and recovery ------------------------------------------------------------------------------------
     def open(self) -> "RecordStore":
         """Lock the folder, recover from an interrupted run and index the existing records."""
         self.root.mkdir(parents=True, exist_ok=True)
@@ -218,7 +217,6 @@ class RecordStore:
         setattr(prog, phase, getattr(prog, phase) + 1)
         prog.failed += kind == "failed"
 
-    # -- queries -------------------------------------------------------------------------------------------------
     def progress(self, shash: str) -> TaskProgress:
         """The counters of a task (created empty on first use)."""
         return self.tasks.setdefault(shash, TaskProgress())
@@ -238,7 +236,6 @@ class RecordStore:
                 out.append(json.loads(f.read(length)))
         return out
 
-    # -- writing -------------------------------------------------------------------------------------------------
     def begin(self, shash: str, phase: Phase) -> None:
         """Mark the (task, phase) whose batches come next, so recovery can count them."""
         if self._inflight != {"task": shash, "phase": phase}:
@@ -301,14 +298,3 @@ class RecordStore:
             "inflight": self._inflight,
             "tasks": {k: asdict(v) for k, v in sorted(self.tasks.items())},
         })
-
-    def write_tasks(self, tasks: dict[str, dict[str, Any]]) -> None:
-        """Merge task descriptions (shash -> {"task_name", "models": {model: weight}, ...}) into tasks.json."""
-        path = self.root / TASKS_FILE
-        merged: dict[str, dict[str, Any]] = json.loads(path.read_text()) if path.exists() else {}
-        for shash, info in tasks.items():
-            entry = merged.setdefault(shash, {})
-            models = {**entry.get("models", {}), **info.get("models", {})}
-            entry.update(info)
-            entry["models"] = models
-        atomic_write_json(path, merged)

@@ -7,17 +7,22 @@ so that `tasks.json` lines up with the workload file.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import tvm
 from tvm.s_tir import meta_schedule as ms
 
 from relay_passes.lower import lower
+from tvm_cost.collect.store import atomic_write_json
 
 log = logging.getLogger(__name__)
+
+TASKS_FILE = "tasks.json"
 
 
 @dataclass
@@ -83,3 +88,19 @@ def extract_tasks(
                 tasks[shash] = task
             task.weights[model_name] = task.weights.get(model_name, 0) + int(ext.weight)
     return list(tasks.values())
+
+
+def write_tasks_json(root: str | Path, tasks: Sequence[CollectTask]) -> Path:
+    """Merge `tasks` into ``root/tasks.json`` (shash -> task_name, models: {model: weight}, flop).
+
+    Model weights from earlier collections into the folder are kept; a model seen again gets its new weight.
+    """
+    path = Path(root) / TASKS_FILE
+    merged: dict[str, dict[str, Any]] = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    for task in tasks:
+        entry = merged.setdefault(task.shash, {})
+        models = {**entry.get("models", {}), **task.weights}
+        entry.update(task.describe())
+        entry["models"] = models
+    atomic_write_json(path, merged)
+    return path
