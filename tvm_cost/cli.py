@@ -183,8 +183,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Interrupt:
+    """Remembers a Ctrl-C: raised inside TVM's FFI (a build pool, a runner) it comes back as a RuntimeError."""
+
+    seen = False
+
+    @classmethod
+    def handler(cls, signum: int, frame: object) -> None:
+        cls.seen = True
+        raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import signal
+
     args = build_parser().parse_args(argv)
+    previous = signal.signal(signal.SIGINT, _Interrupt.handler) if threading_is_main() else None
+    try:
+        return _run(args)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)
     from tvm_cost.errors import TvmCostError
@@ -196,9 +218,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tvm-cost: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("tvm-cost: interrupted", file=sys.stderr)
+        print("tvm-cost: interrupted; finished work is kept, run the same command again to resume", file=sys.stderr)
+        return 130
+    except RuntimeError:
+        if not _Interrupt.seen:
+            raise
+        print("tvm-cost: interrupted; finished work is kept, run the same command again to resume", file=sys.stderr)
         return 130
     return 0
+
+
+def threading_is_main() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
 
 
 if __name__ == "__main__":
