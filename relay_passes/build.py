@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import tvm
@@ -16,7 +15,6 @@ from relay_passes.schedule import schedule_kernels, workload_module
 from relay_passes.tir_stats import tir_stats
 from tvm_cost.errors import TvmCostError
 
-log = logging.getLogger(__name__)
 
 # Loop and block counts describe the schedule that runs; FLOPs and bytes describe the workload.
 _SCHEDULE_STATS = ("blocks", "loops", "max_loop_depth", "parallel_loops", "vectorized_loops", "unrolled_loops",

@@ -6,7 +6,6 @@ an empty graph) becomes one `TvmCostError` line naming the model and the problem
 
 from __future__ import annotations
 
-import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,8 +16,6 @@ from tvm_cost.errors import TvmCostError
 if TYPE_CHECKING:
     import torch
     import tvm
-
-log = logging.getLogger(__name__)
 
 
 @dataclass

@@ -7,7 +7,6 @@ under ``processed/<schema hash>/`` beside them (no pickle), so a schema change r
 from __future__ import annotations
 
 import hashlib
-import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,6 @@ import numpy as np
 from tvm_cost.e2e.store import E2EStore
 from tvm_cost.features.schema import SCHEMA
 
-log = logging.getLogger(__name__)
 
 ARRAY_KEYS = ("x", "edge_index", "edge_attr", "u")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,8 +11,6 @@ from tvm_cost.data.splits import Split
 from tvm_cost.estimate.baselines import BoostedAggregates, LinearFlopsBytes
 from tvm_cost.train.metrics import mape, share_within, spearman
 
-log = logging.getLogger(__name__)
-
 
 def _scores(true_ms: np.ndarray, pred_ms: np.ndarray) -> dict[str, float]:
     return {"mape": float(mape(true_ms, pred_ms)), "within_10pct": float(share_within(true_ms, pred_ms)),
@@ -22,8 +19,6 @@ def _scores(true_ms: np.ndarray, pred_ms: np.ndarray) -> dict[str, float]:
 
 def _gnn(kind: str, train: Sequence[Any], val: Sequence[Any], *, seed: int, epochs: int, heads: tuple[str, ...]
          ) -> Any:
-    import torch
-
     from tvm_cost.features.schema import SCHEMA
     from tvm_cost.models import ModelConfig, build_model
     from tvm_cost.train import TrainConfig, train as train_loop
