@@ -4,13 +4,13 @@ so an interrupted run loses at most the line being written and a rerun skips wha
 from __future__ import annotations
 
 import json
-import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-log = logging.getLogger(__name__)
+from tvm_cost.collect.records import iter_json_lines
+
 
 
 class E2EStore:
@@ -26,14 +26,8 @@ class E2EStore:
     def records(self) -> Iterator[dict[str, Any]]:
         if not self.path.exists():
             return
-        with self.path.open(encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError:
-                    log.warning("%s:%d: skipping a broken line (interrupted write?)", self.path, lineno)
+        for _, record in iter_json_lines(self.path):  # the tuning-log reader: warns about broken lines
+            yield record
 
     def done_keys(self) -> set[str]:
         return {r["key"] for r in self.records() if "key" in r}
