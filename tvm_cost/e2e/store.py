@@ -12,7 +12,6 @@ from typing import Any
 from tvm_cost.collect.records import iter_json_lines
 
 
-
 class E2EStore:
     """Records in ``path`` (``.jsonl``), keyed by ``key`` (model spec + schedule source).
 
