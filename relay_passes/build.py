@@ -11,7 +11,7 @@ from tvm.s_tir import meta_schedule as ms
 
 from relay_passes.graph import OperatorGraph, OpNode, TensorEdge
 from relay_passes.lower import FusionLevel, LoweredModule, lower
-from relay_passes.schedule import schedule_kernels, workload_module
+from relay_passes.schedule import KernelCache, schedule_kernels, workload_module
 from relay_passes.tir_stats import tir_stats
 from tvm_cost.errors import TvmCostError
 
@@ -43,6 +43,7 @@ def build_operator_graph(
     database: ms.Database | None = None,
     source: str = "",
     batch_size: int = 1,
+    cache: KernelCache | None = None,
 ) -> OperatorGraph:
     """Lower `mod` with TVM's passes and describe each kernel it will compile.
 
@@ -53,13 +54,14 @@ def build_operator_graph(
         database: Tuning database; its best records replace the default schedules.
         source: Model origin, kept in the graph for messages.
         batch_size: The model's batch size, a global feature.
+        cache: Per-kernel results to reuse across calls (`relay_passes.schedule.KernelCache`).
     """
     from tvm_cost.targets import resolve_target
 
     resolved = resolve_target(target)
     lowered = lower(mod, resolved.tvm_target(), fusion=fusion)
     return graph_from_lowered(lowered, resolved, fusion=fusion, database=database, source=source,
-                              batch_size=batch_size)
+                              batch_size=batch_size, cache=cache)
 
 
 def graph_from_lowered(
@@ -70,8 +72,13 @@ def graph_from_lowered(
     database: ms.Database | None = None,
     source: str = "",
     batch_size: int = 1,
+    cache: KernelCache | None = None,
 ) -> OperatorGraph:
-    """The feature-extraction half of `build_operator_graph`, for a module `relay_passes.lower` already lowered."""
+    """The feature-extraction half of `build_operator_graph`, for a module `relay_passes.lower` already lowered.
+
+    With a `cache`, kernels seen before (same workload, target and schedule source) skip scheduling,
+    PerStoreFeature and the TIR counts; the graph is the same as without it.
+    """
     from tvm_cost.features.schema import SCHEMA
 
     tvm_target = resolved.tvm_target()
@@ -83,13 +90,20 @@ def graph_from_lowered(
     hashes = {name: str(tvm_ffi.structural_hash(workload_module(lowered.mod[name]))) for name in names}
     tasks = {str(tvm_ffi.structural_hash(t.dispatched[0])): t.task_name
              for t in ms.relax_integration.extract_tasks(lowered.mod, tvm_target)}
-    kernels = schedule_kernels(lowered.mod, names, tvm_target, database)
+    kernels = schedule_kernels(lowered.mod, names, tvm_target, database, cache=cache)
     stats = {}
     for name in names:
-        workload = tir_stats(lowered.mod[name]).as_dict()
-        scheduled = tir_stats(kernels[name].func).as_dict() if kernels[name].source == "database" \
-            or tvm_target.kind.name == "cuda" else workload
-        stats[name] = {**workload, **{k: scheduled[k] for k in _SCHEDULE_STATS}}
+        def kernel_stats(name: str = name) -> dict[str, float]:
+            workload = tir_stats(lowered.mod[name]).as_dict()
+            scheduled = tir_stats(kernels[name].func).as_dict() if kernels[name].source == "database" \
+                or tvm_target.kind.name == "cuda" else workload
+            return {**workload, **{k: scheduled[k] for k in _SCHEDULE_STATS}}
+
+        # A database schedule is keyed by its record in `schedule_kernels`; its counts are cheap to redo.
+        if cache is not None and kernels[name].source == "default":
+            stats[name] = cache.memo(("tir_stats", hashes[name], str(tvm_target)), kernel_stats)
+        else:
+            stats[name] = kernel_stats()
     for node in graph.nodes:
         node.workload_hash = hashes[node.func_name]
         node.task_name = tasks.get(node.workload_hash, node.func_name)

@@ -7,10 +7,13 @@ best record for the workload wins, exactly as `MetaScheduleApplyDatabase` would 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import tvm
+import tvm_ffi
 from tvm import tirx
 from tvm.s_tir import meta_schedule as ms
 
@@ -22,6 +25,30 @@ class ScheduledKernel:
     func: tirx.PrimFunc
     source: str  # "default" or "database"
     store_features: np.ndarray  # float32[S, 164]
+
+
+@dataclass
+class KernelCache:
+    """A per-process memo of per-kernel work, so a kernel shared by many models is scheduled and featurized once.
+
+    Keys hold a structural hash of the TIR the value was computed from and the target string: the workload for
+    TVM's default schedule, the record's scheduled module for a database schedule (so a database that gains records
+    cannot serve a stale entry). Structurally equal TIR differs at most in names, which no feature reads. Pass one
+    cache to many `relay_passes.build.graph_from_lowered` calls; it only grows, so drop it between unrelated jobs.
+    """
+
+    entries: dict[tuple[str, ...], Any] = field(default_factory=dict)
+    hits: int = 0
+    misses: int = 0
+
+    def memo(self, key: tuple[str, ...], compute: Callable[[], Any]) -> Any:
+        """The cached value of `key`, computed (and stored) on first use."""
+        if key in self.entries:
+            self.hits += 1
+            return self.entries[key]
+        self.misses += 1
+        value = self.entries[key] = compute()
+        return value
 
 
 def workload_module(func: tirx.PrimFunc) -> tvm.IRModule:
@@ -45,6 +72,8 @@ def schedule_kernels(
     names: list[str],
     target: tvm.target.Target,
     database: ms.Database | None = None,
+    *,
+    cache: KernelCache | None = None,
 ) -> dict[str, ScheduledKernel]:
     """Schedule each PrimFunc `names` of the lowered `mod` and extract its PerStoreFeature matrix.
 
@@ -53,19 +82,33 @@ def schedule_kernels(
         names: PrimFunc names to schedule.
         target: The compilation target.
         database: A MetaSchedule database whose best record, when one matches the workload, gives the schedule.
+        cache: Reuse kernels scheduled before (see `KernelCache`); None computes every kernel.
     """
-    defaults = _default_schedules(tvm.IRModule({n: mod[n] for n in names}), target)
-    schedules: dict[str, tuple[tvm.IRModule, str]] = {}
-    for name in names:
-        sch = None
-        if database is not None:
+    records: dict[str, tvm.IRModule] = {}
+    if database is not None:
+        for name in names:
             sch = database.query_schedule(workload_module(mod[name]), target, workload_name="main")
-        if sch is not None:
-            schedules[name] = (sch.mod, "database")
-        else:
-            schedules[name] = (workload_module(defaults[name]), "default")
+            if sch is not None:
+                records[name] = sch.mod
+    keys = {name: kernel_key(records[name] if name in records else workload_module(mod[name]),
+                             "database" if name in records else "default", target) for name in names}
+    found = {name: cache.entries[keys[name]] for name in names if cache is not None and keys[name] in cache.entries}
+    todo = [name for name in names if name not in found]
+    defaults = _default_schedules(tvm.IRModule({n: mod[n] for n in todo if n not in records}), target)
+    schedules = {name: (records[name], "database") if name in records else (workload_module(defaults[name]),
+                 "default") for name in todo}
     feats = _per_store_features([m for m, _ in schedules.values()], target)
-    return {name: ScheduledKernel(m["main"], src, f) for (name, (m, src)), f in zip(schedules.items(), feats)}
+    made = {name: ScheduledKernel(m["main"], src, f) for (name, (m, src)), f in zip(schedules.items(), feats)}
+    if cache is not None:
+        cache.hits += len(found)
+        cache.misses += len(made)
+        cache.entries.update({keys[name]: kernel for name, kernel in made.items()})
+    return {name: found[name] if name in found else made[name] for name in names}
+
+
+def kernel_key(module: tvm.IRModule, source: str, target: tvm.target.Target) -> tuple[str, str, str]:
+    """`KernelCache` key of a kernel: where its schedule comes from, the structural hash of `module`, the target."""
+    return (source, str(tvm_ffi.structural_hash(module)), str(target))
 
 
 def feature_context(mod: tvm.IRModule, target: tvm.target.Target) -> ms.TuneContext:

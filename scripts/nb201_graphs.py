@@ -1,0 +1,92 @@
+"""Convert NAS-Bench-201 cells (HELP's architectures) to operator graphs, resumably, joined with HELP latencies.
+
+Prints a JSON summary: graphs converted now, s/graph (median, mean), graphs with HELP latencies on all five GPUs
+("joined_with_help"), and networks TVM folds to a constant (no kernel; no graph).
+
+    nice -n 15 python scripts/nb201_graphs.py --help-dir ../shared/data/help --batches 1,32,256 \
+        --limit 2000 --out ../nb201_graphs
+
+Cells are taken in a seeded random order (`cell_order`), so the first N done are a uniform sample of all 15,625;
+each cell is converted at every batch size before the next one starts. A rerun skips what is stored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import logging
+import sys
+import time
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--help-dir", default="../shared/data/help", help="the HELP data folder")
+    parser.add_argument("--out", required=True, help="output folder (outside the repository)")
+    parser.add_argument("--batches", default="1,32,256", help="comma-separated batch sizes")
+    parser.add_argument("--target", default="cuda-2080ti", help="target preset the graphs are built for")
+    parser.add_argument("--limit", type=int, default=None, help="convert the first N cells of the seeded order")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the cell order")
+    args = parser.parse_args()
+    logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)
+
+    import numpy as np
+    import torch
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
+        TimeRemainingColumn
+
+    from tvm_cost.data.external.help import HELP_GPUS, load_help
+    from tvm_cost.data.external.nasbench201_graphs import NB201GraphConverter, cell_order, graph_path
+    from tvm_cost.errors import TvmCostError
+    from tvm_cost.features.schema import SCHEMA
+
+    torch.set_num_threads(1)
+    batches = [int(b) for b in args.batches.split(",")]
+    try:
+        records = load_help(args.help_dir, space="nasbench201", device=HELP_GPUS)
+    except TvmCostError as err:
+        sys.exit(f"error: {err}")
+    archs = {r.arch_index: r.arch for r in records}
+    gpus_measured = collections.Counter((r.arch_index, r.batch) for r in records)
+    order = [int(i) for i in cell_order(seed=args.seed, n=len(archs))][: args.limit]
+    converter = NB201GraphConverter(args.out, target=args.target)
+    converter.root.mkdir(parents=True, exist_ok=True)
+    import tvm
+
+    manifest = {"target": args.target, "target_json": converter.resolved.target_json, "batches": batches,
+                "seed": args.seed, "order": "tvm_cost.data.external.nasbench201_graphs.cell_order",
+                "feature_schema": SCHEMA.version, "feature_schema_hash": SCHEMA.hash, "tvm": tvm.__version__,
+                "command": " ".join(sys.argv), "help_dir": args.help_dir}
+    (converter.root / "MANIFEST.json").write_text(json.dumps(manifest, indent=1) + "\n")
+
+    seconds: list[float] = []
+    skipped = 0
+    start = time.perf_counter()
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[rate]:.2f} s/graph"), TimeElapsedColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=Console(stderr=True)) as bar:
+        task = bar.add_task("nb201 graphs", total=len(order) * len(batches), rate=0.0)
+        for arch_index in order:
+            for batch in batches:
+                took = converter.convert(arch_index, archs[arch_index], batch)
+                if took is None:
+                    skipped += 1
+                else:
+                    seconds.append(took)
+                bar.update(task, advance=1, rate=float(np.mean(seconds[-200:])) if seconds else 0.0,
+                           description=f"nb201 cell {arch_index:05d}")
+    joined = sum(gpus_measured[(i, b)] == 5 and graph_path(args.out, b, i).exists() for i in order for b in batches)
+    empty = sum(graph_path(args.out, b, i).with_suffix(".empty").exists() for i in order for b in batches)
+    summary = {"cells": len(order), "batches": batches, "converted": len(seconds), "skipped": skipped,  # stored before, or constant
+               "constant_networks": empty,
+               "joined_with_help": joined, "wall_s": round(time.perf_counter() - start, 1),
+               "s_per_graph_median": round(float(np.median(seconds)), 3) if seconds else None,
+               "s_per_graph_mean": round(float(np.mean(seconds)), 3) if seconds else None,
+               "kernel_cache": {"hits": converter.cache.hits, "misses": converter.cache.misses}}
+    print(json.dumps(summary, indent=1))
+
+
+if __name__ == "__main__":
+    main()
