@@ -18,11 +18,21 @@ def _log_latency(items: Sequence[Any]) -> np.ndarray:
 
 
 class LinearFlopsBytes:
-    """log latency = a + b log FLOPs + c log bytes (least squares): a roofline-style baseline."""
+    """log latency = a + b log FLOPs + c log bytes (least squares): a roofline-style baseline.
+
+    Args:
+        hardware: Also regress on the target's log peak FLOP/s and log memory bandwidth, so one fit can cover
+            (and extrapolate to) several devices.
+    """
+
+    def __init__(self, *, hardware: bool = False) -> None:
+        self.columns = ["log_total_flops", "log_total_bytes"]
+        if hardware:
+            self.columns += ["log_hw_peak_gflops", "log_hw_mem_bandwidth_gbs"]
 
     def _design(self, items: Sequence[Any]) -> np.ndarray:
         u = np.stack([d.u[0].numpy() for d in items])
-        return np.column_stack([np.ones(len(items)), u[:, _U["log_total_flops"]], u[:, _U["log_total_bytes"]]])
+        return np.column_stack([np.ones(len(items)), *(u[:, _U[c]] for c in self.columns)])
 
     def fit(self, items: Sequence[Any]) -> "LinearFlopsBytes":
         self.coef_, *_ = np.linalg.lstsq(self._design(items), _log_latency(items), rcond=None)

@@ -12,13 +12,15 @@ from tvm_cost.estimate.baselines import BoostedAggregates, LinearFlopsBytes
 from tvm_cost.train.metrics import mape, share_within, spearman
 
 
-def _scores(true_ms: np.ndarray, pred_ms: np.ndarray) -> dict[str, float]:
+def score_predictions(true_ms: np.ndarray, pred_ms: np.ndarray) -> dict[str, float]:
+    """MAPE, share within +-10% and Spearman of predicted against measured latencies, and the count."""
     return {"mape": float(mape(true_ms, pred_ms)), "within_10pct": float(share_within(true_ms, pred_ms)),
             "spearman": float(spearman(true_ms, pred_ms)), "n": int(len(true_ms))}
 
 
-def _gnn(kind: str, train: Sequence[Any], val: Sequence[Any], *, seed: int, epochs: int, heads: tuple[str, ...]
-         ) -> Any:
+def train_graph_model(kind: str, train: Sequence[Any], val: Sequence[Any], *, seed: int, epochs: int,
+                      heads: tuple[str, ...], batch_size: int = 16, patience: int = 40) -> Any:
+    """A GNN (`kind` "seernet" or "gcn", hidden 64, 3 layers) trained on `train`, early-stopped on `val`."""
     from tvm_cost.features.schema import SCHEMA
     from tvm_cost.models import ModelConfig, build_model
     from tvm_cost.train import TrainConfig, train as train_loop
@@ -26,12 +28,13 @@ def _gnn(kind: str, train: Sequence[Any], val: Sequence[Any], *, seed: int, epoc
     config = ModelConfig.for_schema(SCHEMA, hidden=64, layers=3, dropout=0.1, heads=heads, seed=seed)
     model = build_model(kind=kind, config=config)
     train_loop(model, list(train), list(val) or None, config=TrainConfig(
-        epochs=epochs, batch_size=16, lr=2e-3, patience=40, pcgrad=len(heads) > 1, seed=seed))
+        epochs=epochs, batch_size=batch_size, lr=2e-3, patience=patience, pcgrad=len(heads) > 1, seed=seed))
     model.eval()
     return model
 
 
-def _gnn_predict_ms(model: Any, items: Sequence[Any]) -> np.ndarray:
+def predict_latency_ms(model: Any, items: Sequence[Any]) -> np.ndarray:
+    """The latency head of a trained GNN on `items`, in ms."""
     import torch
     from torch_geometric.loader import DataLoader
 
@@ -54,9 +57,9 @@ def run_experiment(items: Sequence[Any], split: Split, *, seed: int = 0, epochs:
     test = [items[i] for i in split.test]
     true = np.array([d.latency_ms for d in test])
     results: dict[str, dict[str, float]] = {}
-    results["linear_flops_bytes"] = _scores(true, LinearFlopsBytes().fit(train).predict(test))
-    results["gbt_aggregates"] = _scores(true, BoostedAggregates(seed).fit(train + val).predict(test))
+    results["linear_flops_bytes"] = score_predictions(true, LinearFlopsBytes().fit(train).predict(test))
+    results["gbt_aggregates"] = score_predictions(true, BoostedAggregates(seed).fit(train + val).predict(test))
     for kind in ("gcn", "seernet"):
-        model = _gnn(kind, train, val, seed=seed, epochs=epochs, heads=heads)
-        results[kind] = _scores(true, _gnn_predict_ms(model, test))
+        model = train_graph_model(kind, train, val, seed=seed, epochs=epochs, heads=heads)
+        results[kind] = score_predictions(true, predict_latency_ms(model, test))
     return results

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -38,6 +38,18 @@ def node_vector(node: OpNode) -> np.ndarray:
     return np.concatenate([np.asarray(static, np.float32), agg.astype(np.float32)])
 
 
+HARDWARE_GLOBALS = ("is_gpu", "hw_cores", "log_hw_peak_gflops", "log_hw_mem_bandwidth_gbs", "log_hw_l1_kb",
+                    "log_hw_l2_kb", "log_hw_l3_kb", "hw_clock_ghz")
+"""The columns of `u` that describe the target's hardware (the rest describe the graph)."""
+
+
+def hardware_vector(g: dict[str, Any]) -> list[float]:
+    """The `HARDWARE_GLOBALS` values from a graph's globals (``target_kind``, ``hw_cores`` ... ``hw_clock_mhz``)."""
+    return [float(g["target_kind"] == "gpu"), g["hw_cores"], _log(g["hw_peak_gflops"]),
+            _log(g["hw_mem_bandwidth_gbs"]), _log(g["hw_l1_kb"]), _log(g["hw_l2_kb"]), _log(g["hw_l3_kb"]),
+            g["hw_clock_mhz"] / 1000.0]
+
+
 def graph_arrays(graph: OperatorGraph) -> dict[str, np.ndarray]:
     """Arrays of `graph` under `SCHEMA`.
 
@@ -53,9 +65,7 @@ def graph_arrays(graph: OperatorGraph) -> dict[str, np.ndarray]:
     g = graph.globals
     u = np.array([[
         _log(g["total_flops"]), _log(g["total_bytes"]), g["num_nodes"], g["num_edges"], g["num_tasks"],
-        _log(g["batch_size"]), float(g["target_kind"] == "gpu"), g["hw_cores"], _log(g["hw_peak_gflops"]),
-        _log(g["hw_mem_bandwidth_gbs"]), _log(g["hw_l1_kb"]), _log(g["hw_l2_kb"]), _log(g["hw_l3_kb"]),
-        g["hw_clock_mhz"] / 1000.0,
+        _log(g["batch_size"]), *hardware_vector(g),
     ]], np.float32)
     assert x.shape[1] == len(SCHEMA.node) and u.shape[1] == len(SCHEMA.globals)
     return {"x": x, "edge_index": edge_index, "edge_attr": edge_attr, "u": u}

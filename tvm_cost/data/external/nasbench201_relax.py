@@ -7,11 +7,11 @@ a few tens of milliseconds. The output is meant to be structurally equal to what
 attributes and constant weights), so downstream passes see the same graph either way; the tests check this.
 
 ``fold_batch_norm=True`` emits each conv + batch norm as the conv with scaled weights plus a bias add: the form
-``relax.transform.FoldBatchnormToConv2D`` and constant folding give, which ``relay_passes.lower`` runs anyway. The
-passes then have nothing to fold there (0.5 s less per full-size network here). That pass's pattern rewriter also
-merges identical calls (two ``relu`` of one node, ``x + x`` computed twice); ``EliminateCommonSubexpr`` does the
-same here. The lowered kernels, their workload hashes and the graph features are then the same as without the
-flag; the tests check this too.
+``relax.transform.FoldBatchnormToConv2D`` (which ``relay_passes.lower`` and ``tvm_cost.e2e`` run) and constant
+folding give, so lowering has nothing to fold there (0.5 s less per full-size network here). That pass's pattern
+rewriter also merges identical calls (two ``relu`` of one node, ``x + x`` computed twice);
+``EliminateCommonSubexpr`` does the same here. The lowered kernels, their workload hashes and the graph features
+are the same as after TVM's pass; the tests check this.
 """
 
 from __future__ import annotations
