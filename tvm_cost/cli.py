@@ -9,6 +9,9 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
+from tvm_cost.cli_estimate import register as register_estimate_command
+from tvm_cost.cli_kernel import register as register_kernel_commands
+
 
 def _graph(args: argparse.Namespace) -> None:
     from rich.console import Console
@@ -66,7 +69,7 @@ def _measure_e2e(args: argparse.Namespace) -> None:
             progress.update(task, completed=done, description=f"{record['spec']}: {status}")
 
         summary = run_e2e(specs, target=args.target, out=out, database=args.database, repeat=args.repeat,
-                          min_repeat_ms=args.min_repeat_ms, on_progress=on_progress)
+                          min_repeat_ms=args.min_repeat_ms, kernel_runs=args.per_kernel, on_progress=on_progress)
     console.print(f"measured {summary['measured']}, failed {summary['failed']}, skipped (already measured) "
                   f"{summary['skipped']} in {summary['seconds']} s; {summary['records_in_file']} measured "
                   f"configurations in {out}")
@@ -147,6 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="JSON-lines output (default tuning_logs/<target>/e2e/e2e_records.jsonl)")
     p.add_argument("--repeat", type=int, default=5, help="time-evaluator repeats (median reported)")
     p.add_argument("--min-repeat-ms", type=int, default=100, help="minimum duration of one repeat")
+    p.add_argument("--per-kernel", type=int, default=0, metavar="RUNS",
+                   help="also time every kernel call over RUNS instrumented inferences (median per call)")
     p.set_defaults(func=_measure_e2e)
 
     p = sub.add_parser("collect", help="measure candidate schedules of every task of some models (MetaSchedule "
@@ -180,6 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--work-dir", default="tune_work", help="MetaSchedule work dir (database and logs)")
     p.add_argument("--seed", type=int)
     p.set_defaults(func=_tune)
+
+    register_kernel_commands(sub)
+    register_estimate_command(sub)
     return parser
 
 

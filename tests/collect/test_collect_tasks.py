@@ -8,7 +8,7 @@ import pytest
 from collect_helpers import CUDA, LLVM, conv_dense_module, dense_module
 
 from tvm_cost.collect import import_models, resolve_target
-from tvm_cost.collect.tasks import extract_tasks, write_tasks_json
+from tvm_cost.collect.tasks import CollectTask, extract_tasks, interleave_families, write_tasks_json
 from tvm_cost.errors import TvmCostError
 
 
@@ -47,3 +47,13 @@ def test_resolve_target_forms():
 def test_import_models_accepts_ir_modules():
     models = import_models([("d", dense_module(32))])
     assert models[0][0] == "d" and "main" in [gv.name_hint for gv in models[0][1].get_global_vars()]
+
+
+def test_interleave_families_round_robin():
+    def task(shash, model):
+        return CollectTask(shash, shash, None, [shash, ""], weights={model: 1})
+
+    tasks = [task("r1", "zoo:resnet18,batch=1"), task("r2", "zoo:resnet18,batch=2"), task("r3", "zoo:resnet18"),
+             task("b1", "zoo:bert,layers=2"), task("o1", "model.onnx"), task("b2", "zoo:bert")]
+    assert [t.shash for t in interleave_families(tasks)] == ["r1", "b1", "o1", "r2", "b2", "r3"]
+    assert interleave_families([]) == []

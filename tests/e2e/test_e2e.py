@@ -7,9 +7,11 @@ import json
 import pytest
 import tvm
 
+from tvm_cost.data.e2e_dataset import align_kernel_times
 from tvm_cost.e2e.measure import measure_e2e
 from tvm_cost.e2e.run import run_e2e, sample_specs
 from tvm_cost.e2e.store import E2EStore
+from tvm_cost.errors import TvmCostError
 from tvm_cost.importer import import_model
 
 TINY = "zoo:mlp,width=16,depth=1,in_features=32,batch=1"
@@ -57,3 +59,29 @@ def test_sampler_respects_the_flop_budget():
     assert len(specs) == 3 and all(torch_gflops(s) <= 0.01 for s in specs)
     with pytest.raises(Exception, match="under"):
         sample_specs(2, seed=0, family="mlp", max_gflops=1e-9)
+
+
+def test_kernel_times_follow_the_operator_graph():
+    import numpy as np
+
+    from tvm_cost.graph_api import operator_graph
+
+    spec = "zoo:resnet18,width=0.25,resolution=32,batch=1"
+    imported = import_model(spec)
+    result = measure_e2e(imported.mod, tvm.target.Target({"kind": "llvm", "num-cores": 1}),
+                         (np.zeros((1, 3, 32, 32), "float32"),), repeat=3, min_repeat_ms=1, kernel_runs=3)
+    graph = operator_graph(spec, target='{"kind": "llvm", "num-cores": 1}')
+    names = [n.func_name for n in graph.nodes]
+    node_ms = align_kernel_times(names, result.kernels_ms)
+    # every node ran as a kernel except the reshapes TVM's VM turns into views
+    assert {name for name, ms in zip(names, node_ms) if ms == 0} <= {"reshape"}
+    total = sum(ms for _, ms in result.kernels_ms)
+    assert all(ms > 0 for _, ms in result.kernels_ms) and total == pytest.approx(float(node_ms.sum()), rel=1e-5)
+    # the kernels are the model's work: their sum is most of one inference (bounds loose: CI machines are shared)
+    assert 0.5 * min(result.repeats_ms) < total < 2.0 * max(result.repeats_ms)
+
+
+def test_kernel_times_that_do_not_fit_the_graph_are_refused():
+    assert align_kernel_times(["a", "reshape", "b"], [["a", 1.0], ["b", 2.0]]).tolist() == [1.0, 0.0, 2.0]
+    with pytest.raises(TvmCostError, match="'c' does not match"):
+        align_kernel_times(["a", "b"], [["a", 1.0], ["c", 2.0]], source="x.jsonl")

@@ -95,6 +95,7 @@ def run_collect(
     progress: bool | Callable[[dict[str, Any]], None] = False,
     command: str | None = None,
     all_intrinsics: bool = False,
+    interleave: bool = True,
 ) -> dict[str, Any]:
     """Collect measured records for `models` on `target`; resumable, append-only.
 
@@ -129,6 +130,8 @@ def run_collect(
         command: Command line for the manifest; defaults to this process's.
         all_intrinsics: Import every tensor intrinsic (21-66 s) instead of the target's own
             (`fast.preload_tensor_intrinsics`, a process-wide change).
+        interleave: Visit tasks round-robin over model families (`tasks.interleave_families`) rather than in
+            order of first appearance, so a time-budgeted run covers every family.
 
     Returns:
         The summary (records, measured, failed, tasks, elapsed_s, records_per_s, stopped, out_dir ...).
@@ -142,7 +145,8 @@ def run_collect(
     from tvm_cost.collect.engine import CollectConfig, collect  # pylint: disable=import-outside-toplevel
     from tvm_cost.collect.progress import rich_progress  # pylint: disable=import-outside-toplevel
     from tvm_cost.collect.store import RecordStore  # pylint: disable=import-outside-toplevel
-    from tvm_cost.collect.tasks import extract_tasks, write_tasks_json  # pylint: disable=import-outside-toplevel
+    from tvm_cost.collect.tasks import (  # pylint: disable=import-outside-toplevel
+        extract_tasks, interleave_families, write_tasks_json)
 
     name, target_json, tvm_target = resolve_target(target)
     if not all_intrinsics:
@@ -153,6 +157,8 @@ def run_collect(
     config.phase_targets()  # validates random_fraction
     evaluator = EvaluatorConfig(number=number, repeat=repeat, min_repeat_ms=min_repeat_ms)
     tasks = extract_tasks(import_models(models), tvm_target)
+    if interleave:
+        tasks = interleave_families(tasks)
     if max_tasks is not None:
         tasks = tasks[:max_tasks]
     if not tasks:

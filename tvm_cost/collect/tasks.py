@@ -90,6 +90,27 @@ def extract_tasks(
     return list(tasks.values())
 
 
+def _family(model_name: str) -> str:
+    """``zoo:resnet18,batch=2`` -> ``resnet18``; other names are their own family."""
+    head = model_name.split(",", 1)[0]
+    return head[4:] if head.startswith("zoo:") else head
+
+
+def interleave_families(tasks: Sequence[CollectTask]) -> list[CollectTask]:
+    """Round-robin over model families (each task's first model), keeping first-appearance order within a family.
+
+    Collection is usually stopped by a time budget; this order spreads whatever gets measured over every family
+    instead of exhausting the first models' tasks.
+    """
+    queues: dict[str, list[CollectTask]] = {}
+    for task in tasks:
+        queues.setdefault(_family(next(iter(task.weights), task.name)), []).append(task)
+    out: list[CollectTask] = []
+    for rank in range(max((len(q) for q in queues.values()), default=0)):
+        out.extend(q[rank] for q in queues.values() if rank < len(q))
+    return out
+
+
 def write_tasks_json(root: str | Path, tasks: Sequence[CollectTask]) -> Path:
     """Merge `tasks` into ``root/tasks.json`` (shash -> task_name, models: {model: weight}, flop).
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -28,12 +29,15 @@ class E2EResult:
         compile_s: Seconds `tvm.compile` took.
         planned_memory_bytes: Memory TVM's static planner allocates for the model's tensors (weights excluded),
             from `relax.analysis.estimate_memory_usage`; None where it cannot tell.
+        kernels_ms: ``[kernel name, median ms]`` for each kernel call of one inference, in call order (the
+            operator graph's node order); None unless asked for.
     """
 
     latency_ms: float
     repeats_ms: list[float]
     compile_s: float
     planned_memory_bytes: int | None = None
+    kernels_ms: list[list[Any]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
@@ -104,6 +108,37 @@ def compile_model(mod: Any, target: Any, database: Any = None) -> tuple[Any, flo
     return executable, seconds, planned_memory_bytes(prepared, target)
 
 
+def time_kernels(vm: Any, args: Sequence[Any], runs: int) -> list[list[Any]]:
+    """Per-call wall time of every compiled kernel in `runs` instrumented inferences; median per call, in ms.
+
+    A VM instrument stamps the clock before and after each call; VM builtins (allocation, shape checks) are left
+    out. The timer's own overhead is a few microseconds a call, small beside a kernel but not beside a reshape.
+    """
+    per_run: list[list[tuple[str, float]]] = []
+    started: dict[str, float] = {}
+
+    def instrument(_func: Any, symbol: str, before: bool, _ret: Any, *_args: Any) -> int:
+        if "." in symbol:  # vm.builtin.* and other runtime helpers
+            return 0
+        if before:
+            started[symbol] = time.perf_counter()
+        else:
+            per_run[-1].append((symbol, time.perf_counter() - started.pop(symbol)))
+        return 0
+
+    vm.set_instrument(instrument)
+    try:
+        for _ in range(runs):
+            per_run.append([])
+            vm["main"](*args)
+    finally:
+        vm.set_instrument(lambda *_: 0)
+    names = [name for name, _ in per_run[0]]
+    if any([name for name, _ in run] != names for run in per_run):
+        raise TvmCostError("kernel calls differ between two runs of the same model")
+    return [[name, statistics.median(run[i][1] for run in per_run) * 1e3] for i, name in enumerate(names)]
+
+
 def measure_e2e(
     mod: Any,
     target: Any,
@@ -113,6 +148,7 @@ def measure_e2e(
     repeat: int = 5,
     min_repeat_ms: int = 100,
     seed: int = 0,
+    kernel_runs: int = 0,
 ) -> E2EResult:
     """Compile and time `mod` on the local CPU (llvm targets).
 
@@ -124,6 +160,7 @@ def measure_e2e(
         repeat: Repeats of the time evaluator; the median is reported.
         min_repeat_ms: Each repeat runs the model until at least this long, then averages.
         seed: Seed for the random input values.
+        kernel_runs: If positive, also time each kernel call over this many instrumented runs (`time_kernels`).
     """
     import tvm
     from tvm import relax
@@ -146,4 +183,5 @@ def measure_e2e(
     vm["main"](*args)  # warm-up, and a failure here is a compile-side bug, not a latency
     evaluator = vm.time_evaluator("main", dev, number=1, repeat=repeat, min_repeat_ms=min_repeat_ms)
     repeats_ms = [float(r) * 1e3 for r in evaluator(*args).results]
-    return E2EResult(statistics.median(repeats_ms), repeats_ms, compile_s, memory)
+    kernels = time_kernels(vm, args, kernel_runs) if kernel_runs > 0 else None
+    return E2EResult(statistics.median(repeats_ms), repeats_ms, compile_s, memory, kernels)

@@ -18,7 +18,8 @@ from tvm_cost.errors import TvmCostError
 log = logging.getLogger(__name__)
 
 
-def _versions() -> dict[str, str]:
+def versions() -> dict[str, str]:
+    """TVM, tvm-ffi and feature-schema versions, the provenance every measured record carries."""
     import tvm
     import tvm_ffi
 
@@ -44,13 +45,15 @@ def run_e2e(
     database: str | None = None,
     repeat: int = 5,
     min_repeat_ms: int = 100,
+    kernel_runs: int = 0,
     on_progress: Callable[[int, int, dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Measure each zoo spec / ONNX path in `specs` and append one record per configuration to `out`.
 
     Configurations already in `out` (same spec and schedules) are skipped, so an interrupted run resumes.
     A configuration that fails to import, compile or run is recorded with ``status: "failed"`` and its error,
-    never with a latency.
+    never with a latency. With `kernel_runs` > 0 each record also holds `kernels_ms`, the per-kernel times
+    (`measure.time_kernels`).
 
     Returns:
         A summary: measured, failed, skipped, seconds.
@@ -67,7 +70,7 @@ def run_e2e(
     store = E2EStore(out)
     done = store.done_keys()
     common = {"target": resolved.target_json, "target_name": resolved.name, "hardware": resolved.hardware.name,
-              "schedules": schedules, "command": " ".join(sys.argv), **_versions()}
+              "schedules": schedules, "command": " ".join(sys.argv), **versions()}
     summary = {"measured": 0, "failed": 0, "skipped": 0}
     t_start = time.perf_counter()
     for i, spec in enumerate(specs):
@@ -82,7 +85,7 @@ def run_e2e(
             imported = import_model(spec)
             inputs = _example_inputs(imported)
             result = measure_e2e(imported.mod, tvm_target, inputs, database=db, repeat=repeat,
-                                 min_repeat_ms=min_repeat_ms)
+                                 min_repeat_ms=min_repeat_ms, kernel_runs=kernel_runs)
             record.update(status="ok", config=imported.config, batch_size=imported.batch_size,
                           repeat=repeat, min_repeat_ms=min_repeat_ms, **result.as_dict())
             summary["measured"] += 1

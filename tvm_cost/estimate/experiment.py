@@ -46,8 +46,13 @@ def predict_latency_ms(model: Any, items: Sequence[Any]) -> np.ndarray:
 
 
 def run_experiment(items: Sequence[Any], split: Split, *, seed: int = 0, epochs: int = 150,
-                   heads: tuple[str, ...] = ("latency", "memory")) -> dict[str, dict[str, float]]:
+                   heads: tuple[str, ...] = ("latency", "memory"),
+                   task_sums: dict[str, float] | None = None) -> dict[str, dict[str, float]]:
     """Train every model on `split.train` (GNNs early-stop on `split.val`), score all on `split.test`.
+
+    Items with `node_ms` (per-kernel times; NaN where only the end-to-end time is known) also train the
+    hierarchical `KernelSumNet` ("kernel_sum"). `task_sums` (spec -> TVM's sum-of-tasks estimate in ms,
+    `tvm_cost.estimate.task_sum`) adds that baseline, scored on the test items it covers.
 
     Returns:
         model name -> {"mape", "within_10pct", "spearman", "n"} on the test set.

@@ -10,22 +10,24 @@ from tvm_cost.models.base import GraphCostModel, graph_inputs
 from tvm_cost.models.config import ModelConfig
 from tvm_cost.models.ensemble import EnsembleModel
 from tvm_cost.models.gcn import GCNBaseline
+from tvm_cost.models.kernel_sum import KernelSumNet
 from tvm_cost.models.normalization import feature_stats
 from tvm_cost.models.seeding import isolated_rng
 from tvm_cost.models.seernet import SeerNet
 from tvm_cost.models.synthetic import synthetic_graphs
 
-ModelKind = Literal["seernet", "gcn"]
+ModelKind = Literal["seernet", "gcn", "kernel_sum"]
 CostModel = GraphCostModel | EnsembleModel
 """Any model of this package: same `forward`/`predict`/`score`/`fit_normalization` contract and a `config`."""
-MODEL_KINDS: dict[str, type[GraphCostModel]] = {"seernet": SeerNet, "gcn": GCNBaseline}
+MODEL_KINDS: dict[str, type[GraphCostModel]] = {"seernet": SeerNet, "gcn": GCNBaseline,
+                                                 "kernel_sum": KernelSumNet}
 MODEL_CLASSES: dict[str, type[nn.Module]] = {"SeerNet": SeerNet, "GCNBaseline": GCNBaseline,
-                                             "EnsembleModel": EnsembleModel}
+                                             "KernelSumNet": KernelSumNet, "EnsembleModel": EnsembleModel}
 """Classes a checkpoint may name (by class name); anything else is refused on load."""
 
 
 def build_model(*, kind: ModelKind | nn.Module = "seernet", config: ModelConfig, ensemble: int = 1) -> nn.Module:
-    """A model of `kind` ("seernet" or "gcn"), or an `EnsembleModel` of `ensemble` such members.
+    """A model of `kind` ("seernet", "gcn" or "kernel_sum"), or an `EnsembleModel` of `ensemble` such members.
 
     A model object passed as `kind` is returned as is. An unknown kind raises `ValueError` listing the choices.
     """
@@ -45,6 +47,7 @@ __all__ = [
     "EnsembleModel",
     "GCNBaseline",
     "GraphCostModel",
+    "KernelSumNet",
     "ModelConfig",
     "ModelKind",
     "SeerNet",

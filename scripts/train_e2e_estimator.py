@@ -1,0 +1,67 @@
+"""Train the end-to-end estimator `tvm-cost estimate` ships: a `KernelSumNet` ensemble on every measured
+configuration of a target.
+
+    python scripts/train_e2e_estimator.py --records tuning_logs/llvm-1core/e2e/e2e_kernels.jsonl \
+        --extra-records tuning_logs/llvm-1core/e2e/e2e_records.jsonl --out tvm_cost/checkpoints/e2e/llvm-1core
+
+10% of the configurations (seeded) are held back for early stopping; the held-out-family accuracy of the same
+recipe is what scripts/e2e_experiment.py reports (docs/e2e.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", required=True, help="e2e records with per-kernel times")
+    parser.add_argument("--extra-records", help="more e2e records (end-to-end labels only)")
+    parser.add_argument("--out", required=True, help="checkpoint path (without suffix)")
+    parser.add_argument("--members", type=int, default=3)
+    parser.add_argument("--hidden", type=int, default=48)
+    parser.add_argument("--epochs", type=int, default=150)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    import numpy as np
+    import torch
+
+    from tvm_cost.data.e2e_dataset import load_merged_e2e_dataset
+    from tvm_cost.data.splits import random_split
+    from tvm_cost.estimate.experiment import latency_only
+    from tvm_cost.features.schema import SCHEMA
+    from tvm_cost.models import ModelConfig
+    from tvm_cost.train import TrainConfig, save_checkpoint
+    from tvm_cost.train.kernel_sum import train_kernel_sum
+
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    items = load_merged_e2e_dataset(args.records, args.extra_records)
+    items = latency_only(items)
+    split = random_split(len(items), val=0.1, test=0.0, seed=args.seed)
+    config = ModelConfig.for_schema(SCHEMA, hidden=args.hidden, layers=3, dropout=0.1, seed=args.seed)
+    train_config = TrainConfig(epochs=args.epochs, batch_size=16, lr=2e-3, patience=40, seed=args.seed)
+    model = train_kernel_sum([items[i] for i in split.train], [items[i] for i in split.val], config=config,
+                             train_config=train_config, members=args.members)
+    val = [items[i] for i in split.val]
+    with torch.no_grad():
+        pred = np.array([float(model(d)[0, 0].exp()) for d in val])
+    true = np.array([d.latency_ms for d in val])
+    sources = [p for p in (args.records, args.extra_records) if p]
+    extra = {"target": "llvm-1core", "train_config": train_config.to_dict(), "members": args.members,
+             "records": {p: hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in sources},
+             "configurations": len(items),
+             "with_kernel_times": int(sum(bool(d.node_ms.isfinite().any()) for d in items)),
+             "val_mape_random_split": float(np.mean(np.abs(pred - true) / true)),
+             "command": " ".join(sys.argv)}
+    path = save_checkpoint(args.out, model, schema=SCHEMA, extra=extra)
+    print(json.dumps({**extra, "checkpoint": str(path), "seconds": round(time.perf_counter() - t0, 1)}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

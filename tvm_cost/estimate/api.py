@@ -1,0 +1,167 @@
+"""`estimate`: a model's end-to-end latency on a target, predicted at compile time from its operator graph.
+
+import -> lower (TVM's passes) -> features -> the shipped `KernelSumNet` ensemble: each member predicts every
+fused kernel's latency in context; the estimate is their sum, the band is the members' spread, and the per-node
+predictions are the per-subgraph table.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tvm_cost.errors import TvmCostError
+
+ESTIMATOR_DIR = Path(__file__).resolve().parent.parent / "checkpoints" / "e2e"
+"""Shipped end-to-end estimators: ``<target name>.safetensors`` + ``.json``."""
+
+
+@dataclass
+class SubgraphEstimate:
+    """One fused kernel of the model: node name, MetaSchedule task name, op kinds inside, predicted ms, share."""
+
+    name: str
+    task_name: str
+    op_kinds: list[str]
+    predicted_ms: float
+    share: float
+
+
+@dataclass
+class Estimate:
+    """The end-to-end estimate.
+
+    Attributes:
+        end_to_end_ms: Mean over the ensemble members of their summed kernel predictions.
+        low_ms, high_ms: The members' lowest and highest sums (the uncertainty band).
+        subgraphs: Per fused kernel, largest first.
+        target: The target's name and JSON.
+        schedules: "default" (TVM's default schedules) or "database" (a tuning database's best records).
+        checkpoint: The estimator used.
+        seconds: Time per step: lower, features, predict.
+    """
+
+    end_to_end_ms: float
+    low_ms: float
+    high_ms: float
+    subgraphs: list[SubgraphEstimate]
+    target: dict[str, Any]
+    schedules: str
+    checkpoint: str
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready dict; top-level keys include `end_to_end_ms`, `subgraphs` and `target`."""
+        return asdict(self)
+
+
+def estimator_checkpoint(target_name: str, checkpoint: str | Path | None = None) -> Path:
+    """The estimator for `target_name`: `checkpoint` if given, else the shipped one (nearest of the family)."""
+    from tvm_cost.tuning.checkpoints import shipped_checkpoint
+
+    if checkpoint is not None:
+        return Path(checkpoint)
+    found = shipped_checkpoint(target_name, directory=ESTIMATOR_DIR)
+    if found is None:
+        shipped = sorted(p.stem for p in ESTIMATOR_DIR.glob("*.safetensors"))
+        raise TvmCostError(f"no end-to-end estimator for target {target_name} (shipped: {', '.join(shipped)}); "
+                           "train one with scripts/train_e2e_estimator.py and pass --checkpoint")
+    return found
+
+
+def load_estimator(path: str | Path) -> tuple[list[Any], dict[str, Any]]:
+    """The members of a `KernelSumNet` checkpoint (an ensemble or one model) and its metadata."""
+    from tvm_cost.features.schema import SCHEMA
+    from tvm_cost.models import EnsembleModel, KernelSumNet
+    from tvm_cost.train import load_checkpoint
+
+    model, meta = load_checkpoint(path, schema=SCHEMA)
+    members = list(model.members) if isinstance(model, EnsembleModel) else [model]
+    if not all(isinstance(m, KernelSumNet) for m in members):
+        raise TvmCostError(f"not an end-to-end estimator ({meta.get('model_class')} of "
+                           f"{type(members[0]).__name__}); expected KernelSumNet", path=path)
+    return members, meta
+
+
+def estimate(
+    model: Any,
+    *,
+    target: Any = "llvm",
+    database: Any = None,
+    checkpoint: str | Path | None = None,
+    example_inputs: tuple | None = None,
+    input_shapes: list[str] | dict[str, list[int]] | None = None,
+) -> Estimate:
+    """Predict `model`'s end-to-end latency on `target` without running it.
+
+    Args:
+        model: What `tvm_cost.import_model` takes (ONNX path, ``zoo:`` spec, torch module, ExportedProgram,
+            Relax IRModule) or an `ImportedModel`.
+        target: Preset name or TVM target JSON.
+        database: MetaSchedule database (or its folder): estimate its tuned schedules instead of the defaults.
+        checkpoint: An estimator checkpoint; default: the one shipped for the target.
+        example_inputs, input_shapes: As for `tvm_cost.operator_graph`.
+
+    Raises:
+        TvmCostError: bad model, no estimator for the target, or a checkpoint of another feature schema.
+    """
+    import torch
+
+    from relay_passes.build import graph_from_lowered
+    from relay_passes.lower import lower
+    from tvm_cost.features.arrays import to_pyg
+    from tvm_cost.graph_api import load_database
+    from tvm_cost.importer import ImportedModel, import_model, parse_input_shapes
+    from tvm_cost.targets import resolve_target
+
+    resolved = resolve_target(target)
+    path = estimator_checkpoint(resolved.name, checkpoint)
+    members, _ = load_estimator(path)
+    if not isinstance(model, ImportedModel):
+        shapes = parse_input_shapes(input_shapes) if isinstance(input_shapes, list) else input_shapes
+        model = import_model(model, example_inputs=example_inputs, input_shapes=shapes)
+    if isinstance(database, (str, Path)):
+        database = load_database(database)
+    t0 = time.perf_counter()
+    lowered = lower(model.mod, resolved.tvm_target())
+    t1 = time.perf_counter()
+    graph = graph_from_lowered(lowered, resolved, database=database, source=model.source,
+                               batch_size=model.batch_size)
+    data = to_pyg(graph)
+    t2 = time.perf_counter()
+    with torch.no_grad():
+        node_ms = torch.stack([m.node_log_ms(data).exp() for m in members]).double()
+    t3 = time.perf_counter()
+    sums = node_ms.sum(1)
+    per_node = node_ms.mean(0)
+    total = float(sums.mean())
+    subgraphs = sorted((SubgraphEstimate(n.name, n.task_name, list(n.op_kinds), float(ms), float(ms) / total)
+                        for n, ms in zip(graph.nodes, per_node)), key=lambda s: -s.predicted_ms)
+    return Estimate(total, float(sums.min()), float(sums.max()), subgraphs,
+                    {"name": resolved.name, "json": resolved.target_json},
+                    "database" if database is not None else "default", str(path),
+                    {"lower": t1 - t0, "features": t2 - t1, "predict": t3 - t2})
+
+
+def plot_estimate(result: Estimate, path: str | Path, *, top: int = 15) -> Path:
+    """A PNG bar chart of the `top` largest subgraphs' predicted ms, titled with the end-to-end estimate."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = result.subgraphs[:top][::-1]
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(shown) + 1.5))
+    ax.barh([s.name for s in shown], [s.predicted_ms for s in shown], color="tab:blue")
+    for i, s in enumerate(shown):
+        ax.text(s.predicted_ms, i, f" {100 * s.share:.1f}%", va="center", fontsize=8)
+    ax.set_xlabel("predicted ms")
+    ax.set_title(f"{result.target['name']}: {result.end_to_end_ms:.2f} ms end to end "
+                 f"({result.low_ms:.2f}-{result.high_ms:.2f}), top {len(shown)} of {len(result.subgraphs)} kernels")
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
