@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from tvm_cost.train.losses import listmle_loss, listnet_loss, log_mse_loss, pairwise_ranking_loss
+from tvm_cost.train.losses import centered_log_mse_loss, listmle_loss, listnet_loss, log_mse_loss, pairwise_ranking_loss
 
 
 def test_log_mse_by_hand_and_missing_targets():
@@ -13,6 +13,18 @@ def test_log_mse_by_hand_and_missing_targets():
     empty = log_mse_loss(pred.requires_grad_(), torch.full((3,), float("nan")))
     empty.backward()
     assert float(empty.detach()) == 0.0
+
+
+def test_centered_log_mse_by_hand():
+    # group 0: centered targets (-1, +1), centered preds (-2, +2) -> errors 1, 1; group 1 has one member: skipped
+    pred = torch.tensor([10.0, 14.0, 99.0])
+    latency = torch.exp(torch.tensor([0.0, 2.0, 5.0]))
+    group = torch.tensor([3, 3, 7])
+    assert float(centered_log_mse_loss(pred, latency, group)) == pytest.approx(1.0)
+    assert float(centered_log_mse_loss(pred + 50.0, latency, group)) == pytest.approx(1.0)  # level-free
+    lone = centered_log_mse_loss(pred.requires_grad_(), latency, torch.tensor([0, 1, 2]))
+    lone.backward()
+    assert float(lone.detach()) == 0.0
 
 
 def test_pairwise_by_hand():

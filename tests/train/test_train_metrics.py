@@ -22,9 +22,11 @@ def test_peak_at_k_by_hand():
     group = [0, 0, 0, 1, 1]
     # group 0: top-1 pick has latency 4 (best 1) -> 1/4; group 1: top-1 pick is the best -> 1
     assert peak_at_k(latency, score, group, k=1) == pytest.approx((0.25 + 1) / 2)
-    # group 0: picks latencies 4, 2 -> 1/2
-    assert peak_at_k(latency, score, group, k=2) == pytest.approx((0.5 + 1) / 2)
-    assert peak_at_k(latency, score, group, k=10) == 1.0
+    # group 0: picks latencies 4, 2 -> 1/2; group 1 (2 candidates, both picked) is trivial and skipped
+    assert peak_at_k(latency, score, group, k=2) == pytest.approx(0.5)
+    assert math.isnan(peak_at_k(latency, score, group, k=10))
+    # a single-candidate group would score 1 for any model: it does not count
+    assert peak_at_k([*latency, 7], [*score, 0], [*group, 2], k=1) == pytest.approx((0.25 + 1) / 2)
     with pytest.raises(ValueError):
         peak_at_k(latency, score, group, k=0)
 

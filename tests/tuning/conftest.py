@@ -1,6 +1,9 @@
-"""Tiny real MetaSchedule objects for the cost-model tests: one TE matmul task, sampled schedules, SYNTHETIC times."""
+"""Tiny real MetaSchedule objects for the cost-model tests: one TE matmul task, sampled schedules, SYNTHETIC times;
+a tiny tuning-log folder."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 import torch
@@ -68,3 +71,29 @@ def task():
 @pytest.fixture(scope="session")
 def task16():
     return make_task(16, count=6, first_seed=50)
+
+
+LLVM_1CORE = tvm.target.Target({"kind": "llvm", "num-cores": 1})
+
+
+@pytest.fixture(scope="module")
+def tiny_logs(tmp_path_factory):
+    """Two matmul tasks (two 'families') of 8 real schedules each, with SYNTHETIC run_secs, plus tasks.json."""
+    from tvm_cost.data.kernel_dataset import KernelDataset
+
+    root = tmp_path_factory.mktemp("logs")
+    db = ms.database.JSONDatabase(path_workload=str(root / "database_workload.json"),
+                                  path_tuning_record=str(root / "database_tuning_record.json"))
+    for n in (32, 16):
+        mod = matmul_relu(n)
+        wl = db.commit_workload(mod)
+        for seed in range(1, 9):
+            sch, inner_j = sampled(mod, seed)
+            args = ms.arg_info.ArgInfo.from_prim_func(sch.mod["main"])
+            run_secs = synthetic_run_secs(inner_j)
+            db.commit_tuning_record(ms.database.TuningRecord(sch.trace, wl, run_secs, LLVM_1CORE, args))
+    tasks = KernelDataset(root, target_spec={"kind": "llvm", "num-cores": 1}).tasks
+    (root / "tasks.json").write_text(json.dumps({h: {"models": [f"zoo:fam{i},batch=1"], "task_name": f"t{i}"}
+                                                 for i, h in enumerate(tasks)}))
+    (root / "MANIFEST.json").write_text(json.dumps({"target": {"kind": "llvm", "num-cores": 1}}))
+    return root

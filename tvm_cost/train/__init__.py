@@ -2,7 +2,8 @@
 
 from tvm_cost.train.checkpoint import checkpoint_paths, load_checkpoint, read_metadata, save_checkpoint
 from tvm_cost.train.config import TrainConfig
-from tvm_cost.train.losses import listmle_loss, listnet_loss, log_mse_loss, pairwise_ranking_loss
+from tvm_cost.train.losses import centered_log_mse_loss, listmle_loss, listnet_loss, log_mse_loss, \
+    pairwise_ranking_loss
 from tvm_cost.train.loop import History, evaluate, train
 from tvm_cost.train.metrics import kendall_tau, mape, pairwise_accuracy, peak_at_k, share_within, spearman
 from tvm_cost.train.objective import TaskLoss
@@ -15,6 +16,7 @@ __all__ = [
     "PCGrad",
     "TaskLoss",
     "TrainConfig",
+    "centered_log_mse_loss",
     "checkpoint_paths",
     "evaluate",
     "kendall_tau",

@@ -27,6 +27,8 @@ class TrainConfig:
         grad_clip: Max global gradient norm; None disables clipping.
         rank_weight, rank_loss: Weight and kind of the pairwise ranking loss on the latency head (0 disables).
         listwise_weight, listwise: Weight and kind ("listmle" or "listnet") of the listwise loss (0 disables).
+        task_mse_weight: Weight of the log-MSE centered per group on the latency head (0 disables), a regression
+            of how candidates differ within their task.
         pcgrad: Combine the task losses (one regression loss per head, plus ranking terms) with PCGrad.
         batching: "random" batches, or "group" batches made of whole groups (needed for ranking losses to see
             many same-group pairs).
@@ -52,6 +54,7 @@ class TrainConfig:
     rank_loss: Literal["logistic", "hinge"] = "logistic"
     listwise_weight: float = 0.0
     listwise: Literal["listmle", "listnet"] = "listmle"
+    task_mse_weight: float = 0.0
     pcgrad: bool = False
     batching: Literal["random", "group"] = "random"
     fit_normalization: bool = True

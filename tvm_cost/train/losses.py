@@ -38,6 +38,30 @@ def _compact(group: Tensor) -> Tensor:
     return torch.unique(group, return_inverse=True)[1]
 
 
+def centered_log_mse_loss(pred_log: Tensor, latency: Tensor, group: Tensor) -> Tensor:
+    """Log-space MSE after centering predictions and targets on their group's mean ("per-task normalized").
+
+    Only how candidates differ within their group counts, not the group's overall level, so tasks of very
+    different sizes weigh alike; candidates alone in their group (in the batch) are skipped.
+
+    Shapes:
+        pred_log, latency, group: [B] -> scalar.
+    """
+    ok = torch.isfinite(latency) & (latency > 0)
+    index = _compact(group[ok])
+    if index.numel() == 0:
+        return _zero(pred_log)
+    num = int(index.max()) + 1
+    sizes = scatter(torch.ones_like(pred_log[ok]), index, dim_size=num, reduce="sum")
+    keep = sizes[index] > 1
+    if not bool(keep.any()):
+        return _zero(pred_log)
+    target = latency[ok].log()
+    pred_c = pred_log[ok] - scatter(pred_log[ok], index, dim_size=num, reduce="mean")[index]
+    target_c = target - scatter(target, index, dim_size=num, reduce="mean")[index]
+    return F.mse_loss(pred_c[keep], target_c[keep])
+
+
 def pairwise_ranking_loss(score: Tensor, latency: Tensor, group: Tensor, *,
                           kind: Literal["logistic", "hinge"] = "logistic", margin: float = 1.0,
                           tie_tol: float = 0.0) -> Tensor:

@@ -56,16 +56,20 @@ def pairwise_accuracy(latency: ArrayLike, score: ArrayLike, group: ArrayLike | N
 def peak_at_k(latency: ArrayLike, score: ArrayLike, group: ArrayLike | None = None, *, k: int = 1) -> float:
     """TenSet/TLP "top-k score": how close the model's k best picks come to the truly best candidate.
 
-    Per group: take the ``min(k, size)`` candidates with the highest `score` (ties broken by position), and
-    compute ``best true latency in the group / best true latency among the picks``, a value in (0, 1] where 1 means
-    the truly fastest candidate is among the picks. Returns the mean over groups. (The reciprocal, picks' best
-    over true best >= 1, is the slowdown a tuner accepts by trusting the model.)
+    Per group of more than `k` candidates: take the `k` candidates with the highest `score` (ties broken by
+    position), and compute ``best true latency in the group / best true latency among the picks``, a value in
+    (0, 1] where 1 means the truly fastest candidate is among the picks. Returns the mean over those groups, NaN
+    when there is none. Groups of `k` or fewer candidates are skipped: any model scores 1 on them, so counting them
+    would only pull every model (random included) towards 1. (The reciprocal, picks' best over true best >= 1, is
+    the slowdown a tuner accepts by trusting the model.)
     """
     if k < 1:
         raise ValueError(f"k={k} must be >= 1")
     lat, sc = _pair(latency, score)
     ratios = []
     for idx in _groups(group, lat.shape[0]):
+        if idx.shape[0] <= k:
+            continue
         picks = idx[np.argsort(-sc[idx], kind="stable")[:k]]
         ratios.append(lat[idx].min() / lat[picks].min())
     return float(np.mean(ratios)) if ratios else float("nan")

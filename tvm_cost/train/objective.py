@@ -7,11 +7,13 @@ from typing import Any
 from torch import Tensor
 
 from tvm_cost.train.config import TrainConfig
-from tvm_cost.train.losses import listmle_loss, listnet_loss, log_mse_loss, pairwise_ranking_loss
+from tvm_cost.train.losses import centered_log_mse_loss, listmle_loss, listnet_loss, log_mse_loss, \
+    pairwise_ranking_loss
 
 
 class TaskLoss:
-    """Weighted loss terms of a batch: ``mse_<head>`` per head, plus ``rank`` and ``listwise`` when enabled.
+    """Weighted loss terms of a batch: ``mse_<head>`` per head, plus ``rank``, ``listwise`` and ``task_mse`` when
+    enabled.
 
     Targets come from the batch: ``batch.y`` ``[G, heads]`` holds the measured metrics in natural units
     (positive; NaN where missing) and ``batch.group`` ``[G]`` the group ids ranking terms compare within. The
@@ -36,11 +38,13 @@ class TaskLoss:
         terms = {f"mse_{h}": log_mse_loss(pred[:, i], y[:, i]) for i, h in enumerate(self.heads)}
         c = self.config
         group = getattr(batch, "group", None)
-        if group is not None and (c.rank_weight > 0 or c.listwise_weight > 0):
+        if group is not None and (c.rank_weight > 0 or c.listwise_weight > 0 or c.task_mse_weight > 0):
             score, latency, group = -pred[:, self.rank_head], y[:, self.rank_head], group.reshape(-1)
             if c.rank_weight > 0:
                 terms["rank"] = c.rank_weight * pairwise_ranking_loss(score, latency, group, kind=c.rank_loss)
             if c.listwise_weight > 0:
                 fn = listmle_loss if c.listwise == "listmle" else listnet_loss
                 terms["listwise"] = c.listwise_weight * fn(score, latency, group)
+            if c.task_mse_weight > 0:
+                terms["task_mse"] = c.task_mse_weight * centered_log_mse_loss(-score, latency, group)
         return terms

@@ -1,0 +1,141 @@
+"""Cost-model overhead in one run: `GNNCostModel` vs TVM's `XGBModel` on a real measured task.
+
+- predict(): 2,048 candidates of the task (its measured traces replayed with freshly sampled decisions), feature
+  extraction included (both models extract from the schedules inside `predict`).
+- update(): one batch of the task's measured candidates with their measured ``run_secs``; `XGBModel` as TVM ships
+  it (retrains only when its data grew by a fifth) and one that retrains on every update ("xgb-retrain").
+
+Both models start as a tune would: `XGBModel` already holds the measured records of every other task of the data
+folder (TVM retrains its booster on all of them in `update`), `GNNCostModel` loads its shipped checkpoint. One
+thread each (torch intra-op, xgboost ``nthread``).
+
+    python scripts/bench_cost_model_overhead.py --data /tmp/kdata/llvm-1core --candidates 2048 --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+
+def task_candidates(data: str, task_name: str | None) -> tuple[Any, Any, list[Any], list[Any], str]:
+    """(mod, target, measured candidates, their runner results, task hash) of the task with the most records."""
+    import tvm
+    from tvm.s_tir import Schedule
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.s_tir.schedule import Trace
+
+    from tvm_cost.data.kernel_dataset import _read_raw
+
+    tasks = json.load(open(f"{data}/tasks.json"))
+    raw = _read_raw(Path(data))
+    pick = [t for t in raw.values() if task_name is None or task_name in tasks.get(t.shash, {}).get("task_name", "")]
+    task = max(pick, key=lambda t: (len(t.records), tasks.get(t.shash, {}).get("flop", 0)))
+    mod = ms.database.Workload.from_json([task.shash, task.workload]).mod
+    cands, results = [], []
+    for trace, run_secs in task.records:
+        sch = Schedule(mod)
+        Trace.apply_json_to_schedule(trace, sch)
+        cands.append(ms.MeasureCandidate(sch, ms.arg_info.ArgInfo.from_prim_func(sch.mod["main"])))
+        results.append(ms.runner.RunnerResult([float(s) for s in run_secs], None))
+    return mod, tvm.target.Target(task.target), cands, results, task.shash
+
+
+def resampled(mod: Any, measured: list[Any], count: int) -> list[Any]:
+    """`count` candidates: the measured traces replayed without their decisions (new samples per seed)."""
+    from tvm.s_tir import Schedule
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.s_tir.schedule import Trace
+
+    traces = [Trace(c.sch.trace.insts, {}) for c in measured]
+    out: list[Any] = []
+    seed = 0
+    while len(out) < count and seed < 20 * count:
+        sch = Schedule(mod, seed=seed + 1)
+        try:
+            traces[seed % len(traces)].apply_to_schedule(sch, remove_postproc=False)
+            out.append(ms.MeasureCandidate(sch, ms.arg_info.ArgInfo.from_prim_func(sch.mod["main"])))
+        except Exception:  # noqa: BLE001 - a sampled decision a postprocessor rejects: draw again
+            pass
+        seed += 1
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", required=True, help="a tuning-log folder (a snapshot of tuning_logs/llvm-1core)")
+    parser.add_argument("--task-name", help="substring of the task name to pick (default: most records)")
+    parser.add_argument("--candidates", type=int, default=2048)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", help="write the timings as JSON")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.ERROR)
+    import numpy as np
+    import torch
+
+    from relay_passes.schedule import feature_context
+    from tvm_cost.features.schema import NUM_STORE_FEATURES
+    from tvm_cost.tuning import GNNCostModel, GNNCostModelConfig, make_xgb
+    from tvm_cost.tuning.offline import load_kernel_dataset
+    from tvm_cost.tuning.xgb import seed_xgb
+
+    torch.set_num_threads(1)
+    mod, target, measured, results, shash = task_candidates(args.data, args.task_name)
+    context = feature_context(mod, target)
+    candidates = resampled(mod, measured, args.candidates)
+    ds = load_kernel_dataset(args.data)
+    groups: dict[str, tuple[list[np.ndarray], list[float]]] = {}
+    for d in ds:
+        if d.task != shash:
+            rows, costs = groups.setdefault(d.task, ([], []))
+            rows.append(d.x[:, :NUM_STORE_FEATURES].numpy())
+            costs.append(d.latency_ms * 1e-3)
+    other_tasks = {k: (r, np.asarray(c)) for k, (r, c) in groups.items()}
+    xgb, xgb_retrain = make_xgb(num_threads=1), make_xgb(num_threads=1)
+    seeded = seed_xgb(xgb, other_tasks)
+    seed_xgb(xgb_retrain, other_tasks)
+    # TVM retrains only once its data grew by a fifth since the last training; this one retrains every update
+    xgb_retrain._inst.adaptive_training = False  # noqa: SLF001
+    gnn = GNNCostModel(target=target, config=GNNCostModelConfig(num_threads=1))
+    models = {"gnn": gnn, "xgb": xgb, "xgb-retrain": xgb_retrain}
+    timings: dict[str, dict[str, list[float]]] = {name: {"predict_s": [], "update_s": []} for name in models}
+    for _ in range(args.repeat):
+        for name in ("gnn", "xgb"):  # xgb-retrain predicts exactly like xgb
+            t0 = time.perf_counter()
+            scores = models[name].predict(context, candidates)
+            timings[name]["predict_s"].append(time.perf_counter() - t0)
+            assert len(scores) == len(candidates)
+    for _ in range(args.repeat):
+        for name, model in models.items():
+            t0 = time.perf_counter()
+            model.update(context, measured, results)
+            timings[name]["update_s"].append(time.perf_counter() - t0)
+    median = {n: {k: statistics.median(v) if v else float("nan") for k, v in t.items()}
+              for n, t in timings.items()}
+    report = {"task": shash, "task_name": json.load(open(f"{args.data}/tasks.json")).get(shash, {}).get("task_name"),
+              "candidates": len(candidates), "update_batch": len(measured), "xgb_seeded_with": seeded,
+              "gnn_source": gnn.describe()["source"], "repeat": args.repeat, "timings_s": timings,
+              "median_s": median, "ratio_gnn_over_xgb": {k: median["gnn"][k] / median["xgb"][k]
+                                                         for k in ("predict_s", "update_s")},
+              "ratio_gnn_over_xgb_retrain_update": median["gnn"]["update_s"] / median["xgb-retrain"]["update_s"]}
+    print(f"task {report['task_name']} ({shash}); predict on {len(candidates)} candidates, update with "
+          f"{len(measured)} measured; XGBModel holds {seeded} records of other tasks; GNN: {report['gnn_source']}")
+    print(f"{'':12}{'predict (s)':>14}{'update (s)':>14}")
+    for name in models:
+        print(f"{name:12}{median[name]['predict_s']:>14.3f}{median[name]['update_s']:>14.3f}")
+    ratio = report["ratio_gnn_over_xgb"]
+    print(f"{'gnn/xgb':12}{ratio['predict_s']:>13.2f}x{ratio['update_s']:>13.2f}x   (median of {args.repeat}); "
+          f"gnn/xgb-retrain update {median['gnn']['update_s'] / median['xgb-retrain']['update_s']:.2f}x")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

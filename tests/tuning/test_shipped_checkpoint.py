@@ -1,0 +1,44 @@
+"""The checkpoint shipped in the package: small, safetensors + JSON only, current feature schema, loaded by
+`GNNCostModel()` for its target; a stale schema is refused in one line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from tvm_cost.errors import TvmCostError
+from tvm_cost.features.program_schema import PROGRAM_SCHEMA
+from tvm_cost.train import load_checkpoint, read_metadata
+from tvm_cost.tuning import CHECKPOINT_DIR, GNNCostModel
+
+SHIPPED = CHECKPOINT_DIR / "llvm-1core.safetensors"
+
+
+def test_shipped_checkpoint_matches_the_schema_and_loads_without_pickle():
+    assert SHIPPED.is_file() and SHIPPED.with_suffix(".json").is_file()
+    assert SHIPPED.stat().st_size < 5e6
+    assert sorted(p.name for p in CHECKPOINT_DIR.iterdir() if p.name.startswith("llvm-1core")) == \
+        ["llvm-1core.json", "llvm-1core.safetensors"]  # nothing pickled beside it
+    meta = read_metadata(SHIPPED)
+    assert meta["feature_schema"] == {"name": PROGRAM_SCHEMA.name, "version": PROGRAM_SCHEMA.version,
+                                      "hash": PROGRAM_SCHEMA.hash}
+    assert meta["extra"]["target"] == {"kind": "llvm", "num-cores": 1} and meta["extra"]["records"] > 0
+    model, _ = load_checkpoint(SHIPPED, schema=PROGRAM_SCHEMA)
+    assert not model.training
+
+
+def test_gnn_cost_model_loads_it_for_its_target():
+    assert GNNCostModel(target={"kind": "llvm", "num-cores": 1}).describe()["source"] == "shipped:llvm-1core"
+
+
+def test_a_stale_schema_is_refused_in_one_line(tmp_path):
+    stale = tmp_path / "llvm-1core.safetensors"
+    shutil.copy(SHIPPED, stale)
+    meta = json.loads(SHIPPED.with_suffix(".json").read_text())
+    meta["feature_schema"]["hash"] = "0" * len(PROGRAM_SCHEMA.hash)
+    stale.with_suffix(".json").write_text(json.dumps(meta))
+    with pytest.raises(TvmCostError, match="feature schema hash") as err:
+        GNNCostModel(checkpoint=stale)
+    assert "\n" not in str(err.value)

@@ -1,0 +1,195 @@
+"""`tvm-cost train` and `tvm-cost eval`: the kernel cost model from a tuning-log folder (parsing and printing only;
+the work is in `tvm_cost.tuning.offline`). `train` also runs under ``torchrun`` (DDP, gloo on CPU)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    """Add the ``train`` and ``eval`` sub-commands to the `tvm-cost` sub-parsers `sub`."""
+    p = sub.add_parser("train", help="train the GNN kernel cost model on a tuning-log folder (torchrun: DDP)")
+    p.add_argument("data", help="folder with database_tuning_record.json[.gz] (e.g. a copy of tuning_logs/llvm-1core)")
+    p.add_argument("--out", required=True, help="checkpoint path (writes OUT.safetensors and OUT.json)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the initial weights, shuffling and dropout")
+    _add_training_args(p)
+    p.set_defaults(func=_train)
+
+    p = sub.add_parser("eval", help="offline metrics on held-out model families: GNN vs TVM's XGBModel vs their "
+                                    "rank ensemble vs random")
+    p.add_argument("data", help="folder with database_tuning_record.json[.gz] and tasks.json")
+    p.add_argument("--test-families", default="gpt,mlp_mixer", help="comma-separated held-out model families")
+    p.add_argument("--seeds", default="0,1,2", help="comma-separated seeds, one GNN training each")
+    p.add_argument("--json", metavar="OUT", help="write the report as JSON")
+    p.add_argument("--png", metavar="OUT", help="plot predicted vs measured latency of the test tasks (first seed)")
+    _add_training_args(p)
+    p.set_defaults(func=_eval)
+
+
+def _add_training_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--target", help="target JSON or preset for the global features (default: the folder's manifest)")
+    p.add_argument("--epochs", type=int, default=40)
+    p.add_argument("--hidden", type=int, default=64)
+    p.add_argument("--layers", type=int, default=3)
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--batch-size", type=int, default=64, help="candidates per batch (per process under torchrun)")
+    p.add_argument("--rank-weight", type=float, default=0.0, help="weight of the pairwise ranking loss")
+    p.add_argument("--listwise-weight", type=float, default=1.0, help="weight of the ListMLE loss within tasks")
+    p.add_argument("--task-mse-weight", type=float, default=1.0, help="weight of the per-task centered log-MSE")
+
+
+def _configs(args: argparse.Namespace, seed: int = 0) -> tuple[Any, Any]:
+    from tvm_cost.features.program_schema import PROGRAM_SCHEMA
+    from tvm_cost.models import ModelConfig
+    from tvm_cost.train import TrainConfig
+
+    model = ModelConfig.for_schema(PROGRAM_SCHEMA, hidden=args.hidden, layers=args.layers, heads=("latency",),
+                                   seed=seed)
+    train = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, rank_weight=args.rank_weight,
+                        listwise_weight=args.listwise_weight, task_mse_weight=args.task_mse_weight,
+                        batching="group", patience=None, seed=seed)
+    return model, train
+
+
+def _target(args: argparse.Namespace) -> Any:
+    if args.target is None:
+        return None
+    return json.loads(args.target) if args.target.lstrip().startswith("{") else args.target
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(width=None if sys.stdout.isatty() else 200)  # no wrapping in logs
+
+
+def _progress(enabled: bool = True) -> Any:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
+        TimeRemainingColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    TimeRemainingColumn(), disable=not enabled)
+
+
+@contextmanager
+def _distributed() -> Iterator[tuple[bool, int]]:
+    """A gloo process group when started by ``torchrun`` with more than one process; yields (distributed, rank)."""
+    import torch.distributed as dist
+
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        yield False, 0
+        return
+    dist.init_process_group("gloo")
+    try:
+        yield True, dist.get_rank()
+    finally:
+        dist.destroy_process_group()
+
+
+def _dataset(args: argparse.Namespace, progress: Any) -> Any:
+    from tvm_cost.tuning.offline import load_kernel_dataset
+
+    bar = progress.add_task("features", total=None)
+    ds = load_kernel_dataset(args.data, target_spec=_target(args),
+                             on_progress=lambda done, total: progress.update(bar, completed=done, total=total))
+    progress.update(bar, description=f"features: {len(ds)} candidates")
+    return ds
+
+
+def _train(args: argparse.Namespace) -> None:
+    import torch
+    from importlib.metadata import version
+
+    import torch.distributed as dist
+
+    from tvm_cost.features.program_schema import PROGRAM_SCHEMA
+    from tvm_cost.train import pairwise_accuracy, save_checkpoint
+    from tvm_cost.tuning.offline import data_target, predict_log_ms, train_gnn
+
+    torch.set_num_threads(1)
+    model_config, train_config = _configs(args, args.seed)
+    with _distributed() as (distributed, rank):
+        with _progress(enabled=rank == 0) as progress:
+            if distributed and rank != 0:
+                dist.barrier()  # rank 0 builds the feature cache first; the others read it
+            ds = _dataset(args, progress)
+            if distributed and rank == 0:
+                dist.barrier()
+            items = [ds[i] for i in range(len(ds))]
+            bar = progress.add_task("train", total=train_config.epochs)
+            t0 = time.perf_counter()
+            model, history = train_gnn(items, model_config=model_config, train_config=train_config,
+                                       callback=lambda r: progress.update(
+                                           bar, advance=1, description=f"train (loss {r['train_loss']:.3f})"))
+            train_s = time.perf_counter() - t0
+        if rank != 0:
+            return
+        latency = ds.latency_ms
+        group = [int(d.group) for d in items]
+        fit_acc = pairwise_accuracy(latency, -predict_log_ms(model, items), group)
+        target = _target(args) or data_target(args.data)
+        weights = save_checkpoint(args.out, model, schema=PROGRAM_SCHEMA, extra={
+            "target": target, "data": str(args.data), "records": len(items), "tasks": len(ds.tasks),
+            "train_config": train_config.to_dict(), "processes": dist.get_world_size() if distributed else 1,
+            "tvm_version": version("apache-tvm"), "tvm_ffi_version": version("apache-tvm-ffi")})
+    _console().print(
+        f"trained on {len(items)} candidates of {len(ds.tasks)} tasks ({args.data}), {len(history.records)} epochs "
+        f"in {train_s:.0f} s, final train loss {history.records[-1]['train_loss']:.4f}, pairwise accuracy on the "
+        f"training data {fit_acc:.3f}; checkpoint {weights} ({weights.stat().st_size / 1e6:.2f} MB) + .json")
+
+
+def _eval(args: argparse.Namespace) -> None:
+    import torch
+    from rich.table import Table
+
+    from tvm_cost.tuning.offline import RANKING_METRICS, compare_on_held_out, family_split, \
+        plot_predicted_vs_measured, task_families
+
+    torch.set_num_threads(1)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    test_families = [f for f in args.test_families.split(",") if f]
+    model_config, train_config = _configs(args)
+    t0 = time.perf_counter()
+    with _progress() as progress:
+        ds = _dataset(args, progress)
+        train_idx, test_idx = family_split(ds.groups, task_families(args.data), test_families)
+        bar = progress.add_task("train GNNs", total=len(seeds) * train_config.epochs)
+        result = compare_on_held_out([ds[i] for i in range(len(ds))], train_idx, test_idx, seeds=seeds,
+                                     model_config=model_config, train_config=train_config,
+                                     on_epoch=lambda seed, r: progress.update(bar, advance=1,
+                                                                              description=f"train GNN seed {seed}"))
+    groups = [ds.groups[int(i)] for i in test_idx]
+    report = {"data": str(args.data), "records": len(ds), "tasks": len(ds.tasks), "test_families": test_families,
+              "train_records": len(train_idx), "test_records": len(test_idx),
+              "train_tasks": len({ds.groups[int(i)] for i in train_idx}), "test_tasks": len(set(groups)),
+              "test_tasks_with_pairs": sum(1 for g in set(groups) if groups.count(g) > 1), "seeds": seeds,
+              "model_config": model_config.to_dict(), "train_config": train_config.to_dict(),
+              "elapsed_s": round(time.perf_counter() - t0, 1),
+              **{k: result[k] for k in ("mean", "std")}, "per_seed": {str(s): v for s, v in result["per_seed"].items()}}
+    table = Table(title=f"held-out families {', '.join(test_families)}: {report['test_tasks']} tasks "
+                        f"({report['test_tasks_with_pairs']} with 2+ candidates), {len(test_idx)} candidates; "
+                        f"mean ± std over seeds {args.seeds}")
+    table.add_column("model")
+    for name in (*RANKING_METRICS, "mape"):
+        table.add_column(name, justify="right")
+    for name in ("random", "xgb", "gnn", "ensemble"):
+        mean, std = result["mean"][name], result["std"][name]
+        table.add_row(name, *(f"{mean[k]:.3f} ± {std[k]:.3f}" if k in mean else "" for k in (*RANKING_METRICS, "mape")))
+    console = _console()
+    console.print(table)
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
+        console.print(f"wrote {args.json}")
+    if args.png:
+        pred = result["predictions"]
+        plot_predicted_vs_measured(args.png, pred["measured_ms"], pred["gnn_ms"],
+                                   title=f"GNN on held-out {', '.join(test_families)} (seed {seeds[0]})")
+        console.print(f"wrote {args.png}")

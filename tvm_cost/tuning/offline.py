@@ -1,0 +1,193 @@
+"""Offline kernel cost models from measured tuning logs: pretrain the GNN, and compare it with TVM's `XGBModel`
+and random scores on the tasks of model families held out of training.
+
+The split is by model family (``tasks.json`` of a `tvm_cost.collect` folder names the models of each task): test
+tasks are those that only held-out families contain; a task that a training family also contains trains. Both
+learned models see the same training records. `XGBModel` is TVM's own class, fed through its own training step
+(`seed_xgb`: per-store feature rows, label = best latency of the task / latency, the pack-sum objective, its early
+stopping); only its `predict` is skipped for its inner `_predict`, which needs no tune context.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tvm_cost.errors import TvmCostError
+from tvm_cost.features.schema import NUM_STORE_FEATURES
+
+log = logging.getLogger(__name__)
+
+RANKING_METRICS = ("pairwise_acc", "peak@1", "peak@5", "kendall_tau")
+
+
+def task_families(root: str | Path) -> dict[str, set[str]]:
+    """Workload hash -> model families (``zoo:gpt,...`` -> ``gpt``) that contain the task, from ``tasks.json``."""
+    path = Path(root) / "tasks.json"
+    try:
+        tasks = json.loads(path.read_text())
+        return {h: {m.split(",")[0].removeprefix("zoo:") for m in t["models"]} for h, t in tasks.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        raise TvmCostError(f"cannot read the task -> model map ({err})", path=path) from None
+
+
+def family_split(tasks: Sequence[str], families: dict[str, set[str]], test_families: Sequence[str]
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of training and test items: test items belong to tasks that only `test_families` contain.
+
+    Args:
+        tasks: The task (workload hash) of each item.
+        families: `task_families` of the data folder; tasks missing there train.
+        test_families: The held-out families.
+    """
+    held = set(test_families)
+    unknown = held - set().union(*families.values()) if families else held
+    if unknown:
+        raise TvmCostError(f"no task of the families {sorted(unknown)} in the data; known: "
+                           f"{', '.join(sorted(set().union(*families.values())))}")
+    is_test = np.array([bool(families.get(t)) and families[t] <= held for t in tasks], bool)
+    return np.flatnonzero(~is_test), np.flatnonzero(is_test)
+
+
+def ranking_metrics(latency: np.ndarray, score: np.ndarray, group: np.ndarray) -> dict[str, float]:
+    """Pairwise accuracy, peak@1, peak@5 and Kendall tau within groups (`tvm_cost.train.metrics`)."""
+    from tvm_cost.train import kendall_tau, pairwise_accuracy, peak_at_k
+
+    return {"pairwise_acc": pairwise_accuracy(latency, score, group),
+            "peak@1": peak_at_k(latency, score, group, k=1), "peak@5": peak_at_k(latency, score, group, k=5),
+            "kendall_tau": kendall_tau(-latency, score, group)}
+
+
+def xgbmodel_scores(train_items: Sequence[Any], test_items: Sequence[Any]) -> np.ndarray:
+    """Scores of TVM's `XGBModel` (higher is better) on `test_items` after training on `train_items`.
+
+    Items are kernel-dataset graphs: their first `NUM_STORE_FEATURES` node columns are the PerStoreFeature rows.
+    """
+    from tvm_cost.tuning.xgb import make_xgb, seed_xgb
+
+    groups: dict[str, tuple[list[np.ndarray], list[float]]] = {}
+    for d in train_items:
+        rows, costs = groups.setdefault(d.task, ([], []))
+        rows.append(d.x[:, :NUM_STORE_FEATURES].numpy())
+        costs.append(d.latency_ms * 1e-3)
+    model = make_xgb(num_threads=1, num_warmup_samples=0)
+    seed_xgb(model, {k: (rows, np.asarray(costs)) for k, (rows, costs) in groups.items()})
+    inner = getattr(model, "_inst", model)
+    return np.asarray(inner._predict([d.x[:, :NUM_STORE_FEATURES].numpy() for d in test_items]), np.float64)  # noqa: SLF001
+
+
+def ensemble_scores(gnn_score: np.ndarray, xgb_score: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """`EnsembleCostModel`'s rule with equal weights: the mean of both models' percentile ranks within each group."""
+    from tvm_cost.tuning.ensemble import percentile_ranks
+
+    out = np.zeros(len(group))
+    for g in np.unique(group):
+        idx = np.flatnonzero(group == g)
+        out[idx] = 0.5 * (percentile_ranks(gnn_score[idx]) + percentile_ranks(xgb_score[idx]))
+    return out
+
+
+def predict_log_ms(model: Any, items: Sequence[Any], *, batch_size: int = 256) -> np.ndarray:
+    """The model's predicted natural-log latency (ms) of each item, in eval mode, float64 [len(items)]."""
+    import torch
+    from torch_geometric.loader import DataLoader
+
+    model.eval()
+    head = model.head_index()
+    with torch.no_grad():
+        parts = [model(b)[:, head] for b in DataLoader(list(items), batch_size=batch_size)]
+    return torch.cat(parts).double().numpy() if parts else np.zeros(0)
+
+
+def train_gnn(items: Sequence[Any], *, model_config: Any, train_config: Any, kind: str = "seernet",
+              callback: Callable[[dict[str, float]], None] | None = None) -> Any:
+    """A freshly built model of `kind` trained on `items` with `train_config`; returns ``(model, history)``."""
+    from tvm_cost.models import build_model
+    from tvm_cost.train import train
+
+    model = build_model(kind=kind, config=model_config)  # type: ignore[arg-type]
+    history = train(model, list(items), None, config=train_config, callback=callback)
+    return model, history
+
+
+def compare_on_held_out(items: Sequence[Any], train_idx: np.ndarray, test_idx: np.ndarray, *, seeds: Sequence[int],
+                        model_config: Any, train_config: Any,
+                        on_epoch: Callable[[int, dict[str, float]], None] | None = None) -> dict[str, Any]:
+    """GNN (one per seed) vs `XGBModel` vs their rank ensemble vs random on the test items, all in this one call.
+
+    Returns:
+        ``{"per_seed": {seed: {model: metrics}}, "mean": {model: metrics}, "std": ..., "predictions": {"measured_ms",
+        "gnn_ms" (first seed)}}``; the GNN's metrics add ``mape`` of its regression head.
+    """
+    train_items = [items[int(i)] for i in train_idx]
+    test_items = [items[int(i)] for i in test_idx]
+    latency = np.array([d.latency_ms for d in test_items])
+    group = np.array([int(d.group) for d in test_items])
+    xgb_scores = xgbmodel_scores(train_items, test_items)  # deterministic: one fit serves all seeds
+    xgb = ranking_metrics(latency, xgb_scores, group)
+    per_seed: dict[int, dict[str, dict[str, float]]] = {}
+    first_pred: np.ndarray | None = None
+    from tvm_cost.train import mape
+
+    for seed in seeds:
+        model, _ = train_gnn(train_items, model_config=model_config.replace(seed=seed),
+                             train_config=train_config.replace(seed=seed),
+                             callback=None if on_epoch is None else (lambda r, s=seed: on_epoch(s, r)))
+        pred = predict_log_ms(model, test_items)
+        first_pred = pred if first_pred is None else first_pred
+        rand = np.random.default_rng(seed).random(len(test_items))
+        per_seed[seed] = {"random": ranking_metrics(latency, rand, group), "xgb": xgb,
+                          "gnn": {**ranking_metrics(latency, -pred, group), "mape": mape(latency, np.exp(pred))},
+                          "ensemble": ranking_metrics(latency, ensemble_scores(-pred, xgb_scores, group), group)}
+    names = ("random", "xgb", "gnn", "ensemble")
+    stack = {n: {k: np.array([per_seed[s][n][k] for s in seeds]) for k in per_seed[seeds[0]][n]} for n in names}
+    return {"per_seed": per_seed,
+            "mean": {n: {k: float(np.nanmean(v)) for k, v in stack[n].items()} for n in names},
+            "std": {n: {k: float(np.nanstd(v)) for k, v in stack[n].items()} for n in names},
+            "predictions": {"measured_ms": latency, "gnn_ms": np.exp(first_pred) if first_pred is not None else None}}
+
+
+def plot_predicted_vs_measured(path: str | Path, measured_ms: np.ndarray, predicted_ms: np.ndarray, *,
+                               title: str) -> Path:
+    """A log-log scatter of predicted against measured latency with the identity line, written as PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 5))
+    ax.scatter(measured_ms, predicted_ms, s=6, alpha=0.5)
+    lo = float(min(measured_ms.min(), predicted_ms.min()))
+    hi = float(max(measured_ms.max(), predicted_ms.max()))
+    ax.plot([lo, hi], [lo, hi], color="black", linewidth=1)
+    ax.set(xscale="log", yscale="log", xlabel="measured latency (ms)", ylabel="predicted latency (ms)", title=title)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def data_target(root: str | Path) -> Any:
+    """The target a tuning-log folder was measured on (its ``MANIFEST.json``), else None (each record's own)."""
+    path = Path(root) / "MANIFEST.json"
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text()).get("target")
+    except (OSError, ValueError, AttributeError) as err:
+        raise TvmCostError(f"cannot read the manifest ({err})", path=path) from None
+
+
+def load_kernel_dataset(root: str | Path, *, target_spec: Any = None,
+                        on_progress: Callable[[int, int], None] | None = None) -> Any:
+    """`KernelDataset` of `root` with `target_spec` defaulting to the folder's manifest target."""
+    from tvm_cost.data.kernel_dataset import KernelDataset
+
+    spec = target_spec if target_spec is not None else data_target(root)
+    return KernelDataset(root, target_spec=spec, on_progress=on_progress)
