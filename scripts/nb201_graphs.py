@@ -55,11 +55,18 @@ def main() -> None:
     converter.root.mkdir(parents=True, exist_ok=True)
     import tvm
 
-    manifest = {"target": args.target, "target_json": converter.resolved.target_json, "batches": batches,
-                "seed": args.seed, "order": "tvm_cost.data.external.nasbench201_graphs.cell_order",
-                "feature_schema": SCHEMA.version, "feature_schema_hash": SCHEMA.hash, "tvm": tvm.__version__,
-                "command": " ".join(sys.argv), "help_dir": args.help_dir}
-    (converter.root / "MANIFEST.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    manifest_path = converter.root / "MANIFEST.json"
+    previous = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    if previous.get("target", args.target) != args.target or previous.get("seed", args.seed) != args.seed:
+        sys.exit(f"error: {args.out} holds graphs for target {previous['target']!r}, seed {previous['seed']}; "
+                 "use another --out")
+    runs = previous.get("runs", [])
+    runs.append({"command": " ".join(sys.argv), "batches": batches, "limit": args.limit,
+                 "date": time.strftime("%Y-%m-%d %H:%M")})
+    manifest = {"target": args.target, "target_json": converter.resolved.target_json, "seed": args.seed,
+                "order": "tvm_cost.data.external.nasbench201_graphs.cell_order", "feature_schema": SCHEMA.version,
+                "feature_schema_hash": SCHEMA.hash, "tvm": tvm.__version__, "help_dir": args.help_dir, "runs": runs}
+    manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
 
     seconds: list[float] = []
     skipped = 0

@@ -13,6 +13,7 @@ from tvm_cost.estimate.help_study import (
     cross_gpu,
     in_distribution,
     load_cells,
+    op_count_reference,
     split_cells,
     with_hardware,
 )
@@ -101,3 +102,21 @@ def test_load_cells_joins_graphs_with_help_latencies(tmp_path: Path) -> None:
              if r.arch_index in (5, 11)}
     assert loaded.latency_ms.tolist() == [[truth[(i, g)] for g in HELP_NB201_GPUS] for i in (5, 11)]
     assert np.array_equal(loaded.arrays[1]["x"], cells.arrays[1]["x"])
+
+
+def test_op_count_reference_sees_none_edges_only_with_all_edges() -> None:
+    """Latency counting every edge's op, `none` included (synthetic): only the all-edges fit recovers it."""
+    from tvm_cost.data.external.nasbench201 import NB201_OPS, parse_nb201
+
+    rng = np.random.default_rng(0)
+    archs = {}
+    for i in range(80):
+        ops = rng.choice(NB201_OPS, size=6)
+        archs[i] = "+".join("|" + "|".join(f"{ops[k]}~{src}" for k, src in edges) + "|"
+                            for edges in ([(0, 0)], [(1, 0), (2, 1)], [(3, 0), (4, 1), (5, 2)]))
+    cost = {"none": 0.3, "skip_connect": 0.05, "nor_conv_1x1": 0.4, "nor_conv_3x3": 0.9, "avg_pool_3x3": 0.2}
+    per_edge = np.array([np.exp(sum(cost[e.op] for e in parse_nb201(archs[i]))) for i in range(80)])
+    cells = CellSet(32, ("1080ti",), np.arange(80), [{}] * 80, per_edge[:, None])
+    result = op_count_reference(cells, split_cells(80, n_train=50), archs)
+    assert result["all_edges"]["1080ti"]["mape"] < 1e-6 < result["live_edges"]["1080ti"]["mape"]
+    assert result["all_edges"]["all"]["n"] == 30

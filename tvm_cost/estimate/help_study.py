@@ -8,7 +8,7 @@ one model covers all five GPUs and can be asked about a GPU it never saw (`cross
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from tvm_cost.estimate.experiment import predict_latency_ms, score_predictions, 
 from tvm_cost.errors import TvmCostError
 
 __all__ = ["HELP_NB201_GPUS", "MODELS", "CellSet", "cross_gpu", "in_distribution", "load_cells", "make_items",
-           "split_cells", "with_hardware"]
+           "op_count_reference", "split_cells", "with_hardware"]
 
 HELP_NB201_GPUS = ("1080ti", "2080ti", "titan_rtx", "titanx", "titanxp")
 MODELS = ("seernet", "gcn", "linear_flops_bytes", "gbt_aggregates")
@@ -120,8 +120,12 @@ def split_cells(n: int, *, n_train: int = 1000, val_fraction: float = 0.1, n_tes
     return Split(np.sort(order[n_val:n_fit]), np.sort(order[:n_val]), np.sort(rest))
 
 
+Epochs = int | Mapping[str, int]
+"""GNN epochs: one number, or per model kind ({"seernet": 8, "gcn": 30})."""
+
+
 def _fit_predict(train: list[Any], val: list[Any], tests: dict[str, list[Any]], *, models: Sequence[str],
-                 seed: int, epochs: int, linear_hardware: bool) -> dict[str, dict[str, np.ndarray]]:
+                 seed: int, epochs: Epochs, linear_hardware: bool) -> dict[str, dict[str, np.ndarray]]:
     """model -> test-set name -> predicted ms. The linear baseline is fit per GPU unless `linear_hardware`."""
     out: dict[str, dict[str, np.ndarray]] = {}
     for name in models:
@@ -134,8 +138,9 @@ def _fit_predict(train: list[Any], val: list[Any], tests: dict[str, list[Any]], 
         elif name == "gbt_aggregates":
             model = BoostedAggregates(seed).fit(train + val)
         elif name in ("seernet", "gcn"):
-            gnn = train_graph_model(name, train, val, seed=seed, epochs=epochs, heads=("latency",), batch_size=64,
-                                    patience=max(5, epochs // 4))
+            n_epochs = epochs if isinstance(epochs, int) else epochs[name]
+            gnn = train_graph_model(name, train, val, seed=seed, epochs=n_epochs, heads=("latency",),
+                                    batch_size=64, patience=max(5, n_epochs // 4))
             out[name] = {key: predict_latency_ms(gnn, items) for key, items in tests.items()}
             continue
         else:
@@ -145,7 +150,7 @@ def _fit_predict(train: list[Any], val: list[Any], tests: dict[str, list[Any]], 
 
 
 def in_distribution(cells: CellSet, split: Split, *, models: Sequence[str] = MODELS, seed: int = 0,
-                    epochs: int = 40) -> dict[str, dict[str, dict[str, float]]]:
+                    epochs: Epochs = 40) -> dict[str, dict[str, dict[str, float]]]:
     """One model over all GPUs (the linear baseline: one per GPU), trained on `split.train` + `split.val` cells,
     scored per GPU and over all on `split.test`.
 
@@ -166,7 +171,7 @@ def in_distribution(cells: CellSet, split: Split, *, models: Sequence[str] = MOD
 
 
 def cross_gpu(cells: CellSet, split: Split, held_out: str, *, models: Sequence[str] = MODELS, seed: int = 0,
-              epochs: int = 40) -> dict[str, dict[str, float]]:
+              epochs: Epochs = 40) -> dict[str, dict[str, float]]:
     """Train on the other GPUs' `split.train` + `split.val` cells; score on `held_out`'s `split.test` cells, which
     the models see only through its descriptors. The linear baseline regresses on the descriptors too.
 
@@ -182,3 +187,38 @@ def cross_gpu(cells: CellSet, split: Split, held_out: str, *, models: Sequence[s
                          linear_hardware=True)
     true = np.array([d.latency_ms for d in test])
     return {name: score_predictions(true, p[held_out]) for name, p in preds.items()}
+
+
+def op_count_reference(cells: CellSet, split: Split,
+                       archs: Mapping[int, str]) -> dict[str, dict[str, dict[str, float]]]:
+    """A reference, not a graph model: per GPU, log latency linear in the counts of each op in the cell string.
+
+    "live_edges" counts only the ops TVM's graph keeps (`none` edges and dead paths dropped, see
+    `tvm_cost.data.external.nasbench201`); "all_edges" counts every edge as HELP's PyTorch network ran it,
+    ``none`` (a multiply by zero there) included. The gap between the two is information the graph does not have.
+    Fit on `split.train` + `split.val`, scored on `split.test`.
+
+    Returns:
+        "live_edges" / "all_edges" -> GPU name or "all" -> {"mape", "within_10pct", "spearman", "n"}.
+    """
+    from tvm_cost.data.external.nasbench201 import NB201_OPS, live_edges, parse_nb201
+
+    def counts(index: int, live: bool) -> list[float]:
+        edges = parse_nb201(archs[index])
+        kept = live_edges(edges) if live else edges
+        return [1.0] + [float(sum(e.op == op for e in kept)) for op in NB201_OPS if not live or op != "none"]
+
+    fit_rows = np.concatenate([split.train, split.val])
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for name, live in (("live_edges", True), ("all_edges", False)):
+        design = np.array([counts(int(i), live) for i in cells.arch_index])
+        scores, trues, preds = {}, [], []
+        for j, gpu in enumerate(cells.gpus):
+            coef, *_ = np.linalg.lstsq(design[fit_rows], np.log(cells.latency_ms[fit_rows, j]), rcond=None)
+            true, pred = cells.latency_ms[split.test, j], np.exp(design[split.test] @ coef)
+            scores[gpu] = score_predictions(true, pred)
+            trues.append(true)
+            preds.append(pred)
+        scores["all"] = score_predictions(np.concatenate(trues), np.concatenate(preds))
+        out[name] = scores
+    return out

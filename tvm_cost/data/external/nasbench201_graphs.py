@@ -107,7 +107,7 @@ def load_graphs(root: str | Path, batch: int) -> dict[int, dict[str, np.ndarray]
         TvmCostError: If the folder has no graphs for `batch`, or a file is unreadable.
     """
     folder = Path(root) / f"batch{batch}"
-    files = sorted(folder.glob("[0-9]*.npz")) if folder.is_dir() else []
+    files = sorted(p for p in folder.glob("*.npz") if p.stem.isdigit()) if folder.is_dir() else []
     if not files:
         raise TvmCostError(f"no NAS-Bench-201 graphs for batch {batch} (run scripts/nb201_graphs.py)", path=folder)
     out: dict[int, dict[str, np.ndarray]] = {}
