@@ -44,3 +44,19 @@ def test_train_and_eval_commands(tiny_logs, tmp_path, capsys):
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert main(["eval", str(tiny_logs), "--test-families", "bert", *small]) == 2  # one line, no traceback
     assert capsys.readouterr().err.count("\n") == 1
+
+
+@pytest.mark.slow  # ~15 s: torchrun starts two fresh interpreters that import tvm
+def test_train_under_torchrun_with_two_processes(tiny_logs, tmp_path):
+    import subprocess
+    import sys
+
+    ckpt = tmp_path / "ddp"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           "-m", "tvm_cost.cli", "train", str(tiny_logs), "--out", str(ckpt), "--epochs", "2", "--hidden", "8",
+           "--layers", "1", "--batch-size", "4"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "trained on 16 candidates" in done.stdout
+    _, meta = load_checkpoint(ckpt, schema=PROGRAM_SCHEMA)
+    assert meta["extra"]["processes"] == 2
