@@ -14,7 +14,6 @@ from typing import Literal
 import tvm
 from tvm import relax
 
-from relay_passes.bn_fold import fold_batchnorm_by_shape
 from relay_passes.canonicalize import canonical_order
 from relay_passes.shape_fold import shape_fold_constants
 
@@ -65,8 +64,8 @@ def lower(
     fold = shape_fold_constants if constant_folding == "shape" else relax.transform.FoldConstant()
     legalize = [
         # Inference folds a batch norm that follows a conv into the conv's weights (torch's ONNX exporter does
-        # the same), so both import paths give the same kernels. By shape, TVM's pass and the fold are one step.
-        fold_batchnorm_by_shape if constant_folding == "shape" else relax.transform.FoldBatchnormToConv2D(),
+        # the same), so both import paths give the same kernels.
+        relax.transform.FoldBatchnormToConv2D(),
         fold,
         relax.transform.DecomposeOpsForInference(),
         relax.transform.CanonicalizeBindings(),

@@ -8,16 +8,12 @@ import tvm
 from tvm import relax
 from tvm.s_tir import meta_schedule as ms
 
+from relay_helpers import call_tir_count
+
 from relay_passes.build import build_operator_graph
 from relay_passes.lower import lower
 from relay_passes.schedule import workload_module
 from tvm_cost.errors import TvmCostError
-
-
-def _call_tir_count(mod: tvm.IRModule) -> int:
-    call_tir = tvm.ir.Op.get("relax.call_tir")
-    return sum(1 for block in mod["main"].body.blocks for b in block.bindings
-               if isinstance(b.value, relax.Call) and b.value.op.same_as(call_tir))
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +24,7 @@ def llvm_graph(tiny_mod):
 def test_nodes_are_the_kernels_tvm_tunes(tiny_mod, llvm_graph):
     target = tvm.target.Target({"kind": "llvm", "num-cores": 2})
     fused = lower(tiny_mod, target).mod
-    assert len(llvm_graph.nodes) == _call_tir_count(fused)
+    assert len(llvm_graph.nodes) == call_tir_count(fused)
     tasks = ms.relax_integration.extract_tasks(fused, target)
     assert {n.task_name for n in llvm_graph.nodes} == {t.task_name for t in tasks}
     weights = {t.task_name: t.weight for t in tasks}

@@ -10,6 +10,8 @@ from tvm import relax
 import tvm_ffi
 from tvm.s_tir import meta_schedule as ms
 
+from relay_helpers import call_tir_count
+
 from relay_passes.canonicalize import canonical_order
 
 from tvm_cost import zoo
@@ -46,19 +48,13 @@ def _tvm_fused(mod: tvm.IRModule) -> tvm.IRModule:
         return relax.get_pipeline("zero")(mod)
 
 
-def _call_tir_count(mod: tvm.IRModule) -> int:
-    call_tir = tvm.ir.Op.get("relax.call_tir")
-    return sum(1 for block in mod["main"].body.blocks for b in block.bindings
-               if isinstance(b.value, relax.Call) and b.value.op.same_as(call_tir))
-
-
 def test_node_count_and_task_names_match_tvm(graphs, onnx_path, resnet18):
     raw = {"onnx": import_model(str(onnx_path)).mod,
            "export": import_model(resnet18.module, example_inputs=resnet18.example_inputs).mod}
     target = tvm.target.Target(TARGET)
     for graph, mod in zip(graphs, (raw["export"], raw["onnx"])):
         # as many nodes as TVM's own fused module has kernels, whatever the binding order
-        assert len(graph.nodes) == _call_tir_count(_tvm_fused(mod))
+        assert len(graph.nodes) == call_tir_count(_tvm_fused(mod))
         # and the same tasks (names and workload hashes) as extract_tasks on the canonically ordered module
         tasks = ms.relax_integration.extract_tasks(_tvm_fused(canonical_order(mod)), target)
         assert sorted(n.task_name for n in graph.nodes) == sorted(

@@ -182,6 +182,9 @@ def run_collect(
         with rich_progress(progress) as callback:
             summary = collect(tasks, target=tvm_target, store=store, builder=bld, runner=runner, config=config,
                               progress=callback)
+    except KeyboardInterrupt:
+        summary = {"stopped": "interrupted"}  # every finished batch is already in the databases
+        raise
     finally:
         if hasattr(bld, "close"):
             bld.close()
