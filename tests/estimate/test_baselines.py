@@ -37,3 +37,23 @@ def test_boosted_aggregates_beats_the_mean():
     mean_guess = np.exp(np.mean(np.log([d.latency_ms for d in train])))
     assert np.mean(np.abs(np.log(pred / true))) < 0.5 * np.mean(np.abs(np.log(mean_guess / true)))
     assert graph_aggregates(test).shape == (40, len(SCHEMA.globals) + 3 * len(NODE_STATIC))
+
+
+def test_experiment_scores_the_hierarchical_model_and_tvms_estimate():
+    from tvm_cost.data.splits import random_split
+    from tvm_cost.estimate.experiment import run_experiment
+
+    rng = np.random.default_rng(2)
+    items = []
+    for i in range(24):
+        d = _synthetic_graph(rng)
+        d.edge_attr = torch.zeros(0, len(SCHEMA.edge))
+        d.y = torch.tensor([[d.latency_ms, float("nan")]])
+        d.node_ms = torch.full((d.num_nodes,), d.latency_ms / d.num_nodes)  # synthetic per-kernel times
+        d.spec = f"synthetic{i}"
+        items.append(d)
+    split = random_split(len(items), val=0.2, test=0.25, seed=0)
+    test_specs = [items[i].spec for i in split.test]
+    results = run_experiment(items, split, epochs=1, task_sums={s: 1.0 for s in test_specs[:3]})
+    assert {"linear_flops_bytes", "gbt_aggregates", "gcn", "seernet", "kernel_sum", "tvm_task_sum"} <= set(results)
+    assert results["kernel_sum"]["n"] == len(split.test) and results["tvm_task_sum"]["n"] == 3
