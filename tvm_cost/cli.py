@@ -87,7 +87,7 @@ def _collect(args: argparse.Namespace) -> None:
     if not models:
         raise SystemExit("tvm-cost collect: give MODEL arguments or --sample N")
     summary = run_collect(
-        models=models, target=args.target, out_root=args.out_root, trials_per_task=args.trials_per_task,
+        models=models, target=args.target, out_root=args.out_root, out_name=args.out_name, trials_per_task=args.trials_per_task,
         random_fraction=args.random_fraction, batch_size=args.batch_size, seed=args.seed,
         measure=not args.build_only, builder=args.builder, rpc_tracker=args.rpc_tracker, rpc_key=args.rpc_key,
         time_budget_s=args.time_budget_s, max_tasks=args.max_tasks, progress=True, repeat=args.repeat,
@@ -162,6 +162,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--target", default="llvm", help="a preset, a TVM target JSON or a TVM tag")
     p.add_argument("--out-root", default="tuning_logs")
+    p.add_argument("--out-name", help="folder under --out-root (default: the target's name, e.g. llvm-1core); "
+                                      "a folder measured on another CPU is refused")
     p.add_argument("--trials-per-task", type=int, default=64)
     p.add_argument("--random-fraction", type=float, default=0.5,
                    help="share of candidates sampled at random; the rest from XGBModel-guided evolutionary search")

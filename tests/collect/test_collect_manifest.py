@@ -42,3 +42,28 @@ def test_compress_then_load(tmp_path):
     assert len(recs) == 5 and recs[0].workload_shash == "1"
     man = json.loads((tmp_path / "MANIFEST.json").read_text())
     assert man["files"]["database_tuning_record.json.gz"]["records"] == 5
+
+
+def test_a_folder_measured_on_another_cpu_is_refused(tmp_path):
+    import pytest
+
+    from tvm_cost.collect import run_collect
+    from tvm_cost.collect.manifest import check_same_machine, cpu_model, manifest_cpu
+    from tvm_cost.errors import TvmCostError
+
+    folder = tmp_path / "llvm-2core"
+    _store(folder)
+    write_manifest(folder, target=LLVM, run={"start": "s", "end": "e", "command": "c"})
+    assert manifest_cpu(folder) == cpu_model()
+    check_same_machine(folder, manifest_cpu(folder))  # same CPU: fine
+    check_same_machine(folder, None)  # nothing measured yet: fine
+    man = json.loads((folder / "MANIFEST.json").read_text())
+    man["cpu_model"] = "Some Other CPU"
+    (folder / "MANIFEST.json").write_text(json.dumps(man))
+    before = (folder / "database_tuning_record.json").read_bytes()
+    with pytest.raises(TvmCostError, match="llvm-2core: measured on 'Some Other CPU'.*--out-name"):
+        run_collect(models=["zoo:mlp,width=8,depth=1,in_features=8"], target=LLVM, out_root=tmp_path)
+    assert (folder / "database_tuning_record.json").read_bytes() == before
+    # the same data under another name is a fresh folder
+    with pytest.raises(TvmCostError, match="no tunable tasks|Some Other"):
+        run_collect(models=[], target=LLVM, out_root=tmp_path, out_name="llvm-2core-here")

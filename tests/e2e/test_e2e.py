@@ -85,3 +85,11 @@ def test_kernel_times_that_do_not_fit_the_graph_are_refused():
     assert align_kernel_times(["a", "reshape", "b"], [["a", 1.0], ["b", 2.0]]).tolist() == [1.0, 0.0, 2.0]
     with pytest.raises(TvmCostError, match="'c' does not match"):
         align_kernel_times(["a", "b"], [["a", 1.0], ["c", 2.0]], source="x.jsonl")
+
+
+def test_another_cpus_records_are_never_extended(tmp_path):
+    out = tmp_path / "e2e.jsonl"
+    E2EStore(out).append({"key": "x", "status": "ok", "hardware": "Some Other CPU", "latency_ms": 1.0})
+    with pytest.raises(TvmCostError, match="e2e.jsonl: measured on .Some Other CPU."):
+        run_e2e([TINY], target='{"kind": "llvm", "num-cores": 1}', out=out, repeat=2, min_repeat_ms=1)
+    assert len(list(E2EStore(out).records())) == 1  # nothing measured, nothing appended

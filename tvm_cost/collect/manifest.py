@@ -61,6 +61,32 @@ def cpu_model() -> str:
         return platform.processor() or "unknown CPU"
 
 
+def check_same_machine(path: str | Path, recorded: str | None, *, current: str | None = None) -> None:
+    """Refuse to add this machine's measurements to data measured on another CPU.
+
+    A latency is a fact about one machine: records of two CPUs under one target folder would train a model on
+    labels that disagree for the same schedule. `recorded` is the CPU the data at `path` were measured on (None:
+    nothing measured yet).
+
+    Raises:
+        TvmCostError: the CPUs differ; the message names both and how to write elsewhere.
+    """
+    current = current or cpu_model()
+    if recorded and recorded != current:
+        raise TvmCostError(f"measured on {recorded!r}, this machine is {current!r}; measurements of two CPUs "
+                           "must not share a folder: write to another one (collect --out-name NAME, "
+                           "measure-e2e --out PATH)", path=path)
+
+
+def manifest_cpu(root: str | Path) -> str | None:
+    """The CPU model named by ``root/MANIFEST.json``, or None when there is no (readable) manifest."""
+    path = Path(root) / MANIFEST_FILE
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("cpu_model")
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
 def versions() -> dict[str, str]:
     """TVM, tvm-ffi, tvm-cost and Python versions."""
     import tvm  # pylint: disable=import-outside-toplevel

@@ -149,6 +149,9 @@ def run_collect(
         extract_tasks, interleave_families, write_tasks_json)
 
     name, target_json, tvm_target = resolve_target(target)
+    out_dir = Path(out_root) / (out_name or name)
+    if measure and target_json.get("kind") in ("llvm", "c"):  # timed on this CPU
+        manifest.check_same_machine(out_dir, manifest.manifest_cpu(out_dir))
     if not all_intrinsics:
         fast.preload_tensor_intrinsics(tvm_target)
     config = CollectConfig(trials_per_task=trials_per_task, random_fraction=random_fraction, batch_size=batch_size,
@@ -163,7 +166,6 @@ def run_collect(
         tasks = tasks[:max_tasks]
     if not tasks:
         raise TvmCostError("the models have no tunable tasks")
-    out_dir = Path(out_root) / (out_name or name)
     settings = {"collect": config.as_dict(), "evaluator": evaluator._asdict(), "builder": builder,
                 "build_timeout_s": build_timeout_s, "run_timeout_s": run_timeout_s,
                 "runner": f"rpc {rpc_tracker} key={rpc_key}" if rpc_tracker else "local"}
@@ -174,6 +176,7 @@ def run_collect(
                                   rpc_key=rpc_key, rpc_workers=rpc_workers)
     store = RecordStore(out_dir).open() if measure else None
     run_entry = {"start": manifest.now_iso(), "command": command or manifest.command_line(),
+                 "cpu_model": manifest.cpu_model(),
                  "models": sorted({m for t in tasks for m in t.weights})}
     summary: dict[str, Any] = {}
     try:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tvm_cost.collect.manifest import check_same_machine
 from tvm_cost.e2e.store import E2EStore
 from tvm_cost.errors import TvmCostError
 
@@ -68,6 +69,9 @@ def run_e2e(
     db = load_database(database) if database else None
     schedules = _database_id(database)
     store = E2EStore(out)
+    if resolved.hardware.kind == "cpu":  # timed on this CPU: never beside another CPU's latencies
+        recorded = next((r.get("hardware") for r in store.records() if r.get("status") == "ok"), None)
+        check_same_machine(out, recorded, current=resolved.hardware.name)
     done = store.done_keys()
     common = {"target": resolved.target_json, "target_name": resolved.name, "hardware": resolved.hardware.name,
               "schedules": schedules, "command": " ".join(sys.argv), **versions()}
