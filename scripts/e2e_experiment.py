@@ -36,7 +36,7 @@ def main() -> None:
 
     from tvm_cost.data.e2e_dataset import load_merged_e2e_dataset
     from tvm_cost.data.splits import group_split
-    from tvm_cost.estimate.experiment import run_experiment
+    from tvm_cost.estimation.experiment import run_experiment
 
     torch.set_num_threads(1)
     t0 = time.perf_counter()
@@ -68,7 +68,7 @@ def _task_sums(specs: list[str], store: str, target: str) -> dict[str, float]:
     """TVM's sum-of-tasks estimate for each test configuration, timing tasks not yet in `store`."""
     from rich.progress import track
 
-    from tvm_cost.estimate.task_sum import task_sum_ms, task_times
+    from tvm_cost.estimation.task_sum import task_sum_ms, task_times
     from tvm_cost.importer import import_model
     from tvm_cost.targets import resolve_target
 

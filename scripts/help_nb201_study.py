@@ -53,7 +53,7 @@ def main() -> None:
     from tvm_cost.data.splits import Split
     from tvm_cost.errors import TvmCostError
     from tvm_cost.data.external.help import load_help_archs
-    from tvm_cost.estimate.help_study import cross_gpu, in_distribution, load_cells, op_count_reference, split_cells
+    from tvm_cost.estimation.help_study import cross_gpu, in_distribution, load_cells, op_count_reference, split_cells
 
     torch.set_num_threads(1)
     models = [m for m in args.models.split(",") if m]

@@ -33,7 +33,7 @@ def main() -> None:
 
     from tvm_cost.data.e2e_dataset import load_merged_e2e_dataset
     from tvm_cost.data.splits import random_split
-    from tvm_cost.estimate.experiment import latency_only
+    from tvm_cost.estimation.experiment import latency_only
     from tvm_cost.features.schema import SCHEMA
     from tvm_cost.models import ModelConfig
     from tvm_cost.train import TrainConfig, save_checkpoint

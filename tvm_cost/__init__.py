@@ -16,6 +16,8 @@ _LAZY = {  # these import tvm (seconds): resolved on first use
     "make_cost_model": "tvm_cost.tuning",
     "tune_tir": "tvm_cost.tuning",
     "tune_model": "tvm_cost.tuning",
+    "estimate": "tvm_cost.estimation.api",
+    "Estimate": "tvm_cost.estimation.api",
 }
 
 
@@ -29,6 +31,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "EnsembleCostModel",
+    "Estimate",
     "GNNCostModel",
     "PRESETS",
     "SCHEMA",
@@ -40,6 +43,7 @@ __all__ = [
     "ResolvedTarget",
     "TensorEdge",
     "TvmCostError",
+    "estimate",
     "import_model",
     "load_database",
     "make_cost_model",

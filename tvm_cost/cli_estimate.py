@@ -12,7 +12,7 @@ def _estimate(args: argparse.Namespace) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from tvm_cost.estimate.api import estimate, plot_estimate
+    from tvm_cost.estimation.api import estimate, plot_estimate
     from tvm_cost.importer import import_model, parse_input_shapes
 
     console = Console(width=None if sys.stdout.isatty() else 200)

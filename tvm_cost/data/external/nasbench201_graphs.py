@@ -7,7 +7,7 @@ Layout under ``root``: ``batch<B>/<arch_index:05d>.npz`` with the arrays of
 Each graph is TVM's: :func:`nb201_to_relax` (batch norm emitted in folded form), ``relay_passes.lower`` and
 ``relay_passes.build.graph_from_lowered`` with a shared :class:`relay_passes.schedule.KernelCache`.
 
-HELP latencies are not stored here; :mod:`tvm_cost.estimate.help_study` joins them at load time.
+HELP latencies are not stored here; :mod:`tvm_cost.estimation.help_study` joins them at load time.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from torch_geometric.data import Data
 
-from tvm_cost.estimate.baselines import BoostedAggregates, LinearFlopsBytes, graph_aggregates
+from tvm_cost.estimation.baselines import BoostedAggregates, LinearFlopsBytes, graph_aggregates
 from tvm_cost.features.schema import NODE_STATIC, SCHEMA
 
 
@@ -41,7 +41,7 @@ def test_boosted_aggregates_beats_the_mean():
 
 def test_experiment_scores_the_hierarchical_model_and_tvms_estimate():
     from tvm_cost.data.splits import random_split
-    from tvm_cost.estimate.experiment import run_experiment
+    from tvm_cost.estimation.experiment import run_experiment
 
     rng = np.random.default_rng(2)
     items = []

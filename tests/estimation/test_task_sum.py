@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tvm_cost.errors import TvmCostError
-from tvm_cost.estimate.task_sum import task_sum_ms, task_times
+from tvm_cost.estimation.task_sum import task_sum_ms, task_times
 from tvm_cost.importer import import_model
 from tvm_cost.targets import resolve_target
 

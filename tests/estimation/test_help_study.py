@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tvm_cost.estimate.help_study import (
+from tvm_cost.estimation.help_study import (
     HELP_NB201_GPUS,
     CellSet,
     cross_gpu,

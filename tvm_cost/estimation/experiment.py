@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from tvm_cost.data.splits import Split
-from tvm_cost.estimate.baselines import BoostedAggregates, LinearFlopsBytes
+from tvm_cost.estimation.baselines import BoostedAggregates, LinearFlopsBytes
 from tvm_cost.train.metrics import mape, share_within, spearman
 
 
@@ -74,7 +74,7 @@ def run_experiment(items: Sequence[Any], split: Split, *, seed: int = 0, epochs:
 
     Items with `node_ms` (per-kernel times; NaN where only the end-to-end time is known) also train the
     hierarchical `KernelSumNet` ("kernel_sum"). `task_sums` (spec -> TVM's sum-of-tasks estimate in ms,
-    `tvm_cost.estimate.task_sum`) adds that baseline, scored on the test items it covers.
+    `tvm_cost.estimation.task_sum`) adds that baseline, scored on the test items it covers.
 
     Returns:
         model name -> {"mape", "within_10pct", "spearman", "n"} on the test set.

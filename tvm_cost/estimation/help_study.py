@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from tvm_cost.data.splits import Split
-from tvm_cost.estimate.baselines import BoostedAggregates, LinearFlopsBytes
-from tvm_cost.estimate.experiment import predict_latency_ms, score_predictions, train_graph_model
+from tvm_cost.estimation.baselines import BoostedAggregates, LinearFlopsBytes
+from tvm_cost.estimation.experiment import predict_latency_ms, score_predictions, train_graph_model
 from tvm_cost.errors import TvmCostError
 
 __all__ = ["HELP_NB201_GPUS", "MODELS", "CellSet", "cross_gpu", "in_distribution", "load_cells", "make_items",

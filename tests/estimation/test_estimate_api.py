@@ -10,7 +10,7 @@ import torch
 
 from tvm_cost.cli import main
 from tvm_cost.errors import TvmCostError
-from tvm_cost.estimate.api import estimate
+from tvm_cost.estimation.api import estimate
 from tvm_cost.features.arrays import to_pyg
 from tvm_cost.features.schema import SCHEMA
 from tvm_cost.graph_api import operator_graph
@@ -65,3 +65,11 @@ def test_no_estimator_for_gpus_and_wrong_checkpoints(untrained_estimator, tmp_pa
                                                                        "hash": "0" * 16})
     assert main(["estimate", SPEC, "--target", TARGET, "--checkpoint", str(stale)]) == 2
     assert "feature schema hash" in capsys.readouterr().err
+
+
+def test_top_level_estimate_is_the_api_function():
+    import tvm_cost
+    import tvm_cost.estimation.api  # importing the subpackage must not shadow the function
+
+    assert tvm_cost.estimate is tvm_cost.estimation.api.estimate
+    assert "estimate" in tvm_cost.__all__
