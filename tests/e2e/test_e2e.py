@@ -35,6 +35,7 @@ def test_run_resumes_and_keeps_failures_apart(tmp_path):
     records = list(E2EStore(out).records())
     ok, failed = [r for r in records if r["status"] == "ok"], [r for r in records if r["status"] == "failed"]
     assert len(ok) == 1 and "latency_ms" in ok[0] and ok[0]["tvm"] == tvm.__version__
+    assert ok[0]["hardware_spec"]["name"] == ok[0]["hardware"] and ok[0]["hardware_spec"]["kind"] == "cpu"
     assert "latency_ms" not in failed[0] and "unknown zoo family" in failed[0]["error"]
     again = run_e2e([TINY], target='{"kind": "llvm", "num-cores": 1}', out=out, repeat=2, min_repeat_ms=1)
     assert (again["measured"], again["skipped"]) == (0, 1)

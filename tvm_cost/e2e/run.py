@@ -74,6 +74,7 @@ def run_e2e(
         check_same_machine(out, recorded, current=resolved.hardware.name)
     done = store.done_keys()
     common = {"target": resolved.target_json, "target_name": resolved.name, "hardware": resolved.hardware.name,
+              "hardware_spec": resolved.hardware.as_dict(),  # the descriptors the features of this record use
               "schedules": schedules, "command": " ".join(sys.argv), **versions()}
     summary = {"measured": 0, "failed": 0, "skipped": 0}
     t_start = time.perf_counter()
