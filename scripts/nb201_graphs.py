@@ -28,6 +28,8 @@ def main() -> None:
     parser.add_argument("--target", default="cuda-2080ti", help="target preset the graphs are built for")
     parser.add_argument("--limit", type=int, default=None, help="convert the first N cells of the seeded order")
     parser.add_argument("--seed", type=int, default=0, help="seed of the cell order")
+    parser.add_argument("--as-run", action="store_true",
+                        help="every cell edge computed, none as x*0, as NAS-Bench-201 (and HELP) ran the networks")
     args = parser.parse_args()
     logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)
 
@@ -51,19 +53,21 @@ def main() -> None:
     archs = {r.arch_index: r.arch for r in records}
     gpus_measured = collections.Counter((r.arch_index, r.batch) for r in records)
     order = [int(i) for i in cell_order(seed=args.seed, n=len(archs))][: args.limit]
-    converter = NB201GraphConverter(args.out, target=args.target)
+    converter = NB201GraphConverter(args.out, target=args.target, as_run=args.as_run)
     converter.root.mkdir(parents=True, exist_ok=True)
     import tvm
 
     manifest_path = converter.root / "MANIFEST.json"
     previous = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
-    if previous.get("target", args.target) != args.target or previous.get("seed", args.seed) != args.seed:
-        sys.exit(f"error: {args.out} holds graphs for target {previous['target']!r}, seed {previous['seed']}; "
-                 "use another --out")
+    if (previous.get("target", args.target), previous.get("seed", args.seed),
+            previous.get("as_run", args.as_run)) != (args.target, args.seed, args.as_run):
+        sys.exit(f"error: {args.out} holds graphs for target {previous['target']!r}, seed {previous['seed']}, "
+                 f"as_run {previous.get('as_run', False)}; use another --out")
     runs = previous.get("runs", [])
     runs.append({"command": " ".join(sys.argv), "batches": batches, "limit": args.limit,
                  "date": time.strftime("%Y-%m-%d %H:%M")})
     manifest = {"target": args.target, "target_json": converter.resolved.target_json, "seed": args.seed,
+                "as_run": args.as_run,
                 "order": "tvm_cost.data.external.nasbench201_graphs.cell_order", "feature_schema": SCHEMA.version,
                 "feature_schema_hash": SCHEMA.hash, "tvm": tvm.__version__, "help_dir": args.help_dir, "runs": runs}
     manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")

@@ -136,3 +136,46 @@ def test_relax_rejects_bad_input(tvm_mod) -> None:  # noqa: ANN001
         nb201_to_relax(MIXED, batch=0)
     with pytest.raises(TypeError):
         nb201_to_relax(42)  # type: ignore[arg-type]
+
+
+# --- as run (HELP's networks) --------------------------------------------------------------------------------
+
+
+def test_as_run_cells_compute_every_edge() -> None:
+    from tvm_cost.data.external.nasbench201 import Zero
+
+    net = NB201Network(MIXED, as_run=True, **SMALL)
+    cells = [m for m in net.modules() if isinstance(m, NB201Cell)]
+    n_none = MIXED.count("none~")
+    assert all(len(c.ops) == 6 and sum(isinstance(o, Zero) for o in c.ops) == n_none for c in cells)
+    minimal = NB201Network(MIXED, seed=4, **SMALL)
+    x = torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    as_run = NB201Network(MIXED, seed=5, as_run=True, **SMALL)
+    shared = {k: v for k, v in minimal.state_dict().items() if ".ops." not in k}  # stem, blocks, classifier
+    as_run.load_state_dict(shared, strict=False)
+    for full, kept in zip(as_run.cells, minimal.cells):  # copy each kept edge's op onto the same edge
+        if isinstance(full, NB201Cell):
+            for edge, op in zip(kept.edges, kept.ops):
+                full.ops[full.edges.index(edge)].load_state_dict(op.state_dict())
+    with torch.no_grad():  # x * 0 and edges into dead nodes add nothing
+        np.testing.assert_allclose(as_run(x).numpy(), minimal(x).numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("arch", [MIXED, DEAD_OUTPUT, ALL_NONE])
+def test_as_run_relax_equals_torch_export(tvm_mod, arch: str) -> None:  # noqa: ANN001
+    from tvm_cost.data.external.nasbench201_relax import nb201_to_relax
+
+    net = NB201Network(arch, seed=3, as_run=True, **SMALL)
+    tvm_mod.ir.assert_structural_equal(nb201_to_relax(net, batch=2), _export(net, 2))
+
+
+def test_as_run_keeps_the_kernels_the_minimal_graph_drops(tvm_mod) -> None:  # noqa: ANN001
+    from relay_passes.lower import lower
+    from tvm_cost.data.external.nasbench201_relax import nb201_to_relax
+
+    def n_kernels(mod) -> int:  # noqa: ANN001
+        return len(lower(mod, tvm_mod.target.Target({"kind": "llvm", "num-cores": 1})).op_kinds)
+
+    as_run = n_kernels(nb201_to_relax(DEAD_OUTPUT, batch=2, fold_batch_norm=True, as_run=True, **SMALL))
+    minimal = n_kernels(nb201_to_relax(DEAD_OUTPUT, batch=2, fold_batch_norm=True, **SMALL))
+    assert as_run > minimal  # a dead output makes the minimal network (nearly) constant; PyTorch still ran it

@@ -8,11 +8,14 @@ https://arxiv.org/abs/2001.00326; code in D-X-Y/AutoDL-Projects): stem conv 3x3 
 stages of ``cells_per_stage`` cells with 16/32/64 channels; a ResNet basic block with stride 2 between stages;
 BN + ReLU, global average pool, linear classifier.
 
-One deliberate difference: ``none`` edges are dropped instead of multiplied by zero, and so are edges that
-only read or feed dead nodes (a node with no live input is zero; a node that cannot reach the cell output is
-unused). The graph is then the minimal one a compiler would keep. Only such degenerate edges differ
-numerically from the original (there, BN of a zero tensor adds a constant); a cell whose output node is dead
-returns ``zeros_like(input)``.
+Two forms of a cell (``as_run``):
+
+- ``as_run=True`` computes every edge as NAS-Bench-201's ``InferCell`` does, ``none`` as ``x * 0`` (its ``Zero``
+  op): the network HELP's latencies were measured on, with every op PyTorch launched.
+- ``as_run=False`` (the default) drops ``none`` edges and edges that only read or feed dead nodes (a node with no
+  live input is zero; a node that cannot reach the cell output is unused): the minimal graph a compiler keeps.
+  Only such degenerate edges differ numerically from the original; a cell whose output node is dead returns
+  ``zeros_like(input)``.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ __all__ = [
     "NB201Network",
     "ReLUConvBN",
     "ResNetBasicBlock",
+    "Zero",
     "live_edges",
     "parse_nb201",
 ]
@@ -119,7 +123,16 @@ class ResNetBasicBlock(nn.Module):
         return self.downsample(x) + self.conv_b(self.conv_a(x))
 
 
+class Zero(nn.Module):
+    """The NAS-Bench-201 ``none`` op as it runs there: ``x * 0`` (a real kernel, not a missing edge)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.mul(0.0)
+
+
 def _make_op(op: str, channels: int, device: str | None) -> nn.Module:
+    if op == "none":
+        return Zero()
     if op == "skip_connect":
         return nn.Identity()
     if op == "avg_pool_3x3":
@@ -129,15 +142,16 @@ def _make_op(op: str, channels: int, device: str | None) -> nn.Module:
 
 
 class NB201Cell(nn.Module):
-    """A 4-node cell: ``node[j] = sum_{i<j} op_ij(node[i])`` over its live edges only.
+    """A 4-node cell: ``node[j] = sum_{i<j} op_ij(node[i])`` over all its edges (``as_run``) or its live ones.
 
     Shapes:
         x: (N, C, H, W) -> (N, C, H, W)
     """
 
-    def __init__(self, edges: tuple[Edge, ...], channels: int, *, device: str | None = None) -> None:
+    def __init__(self, edges: tuple[Edge, ...], channels: int, *, device: str | None = None,
+                 as_run: bool = False) -> None:
         super().__init__()
-        self.edges = live_edges(edges)
+        self.edges = tuple(edges) if as_run else live_edges(edges)
         self.ops = nn.ModuleList(_make_op(e.op, channels, device) for e in self.edges)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -161,16 +175,20 @@ class NB201Network(nn.Module):
         cells_per_stage: Cells per stage (5 in NAS-Bench-201); smaller values give quick test networks.
         num_classes: Classifier outputs (10 for CIFAR-10).
         seed: Seed of the weight generator.
+        as_run: Every edge computed, ``none`` as ``x * 0``, as NAS-Bench-201 (and HELP) ran it; default: the
+            minimal graph (see the module docstring).
 
     Shapes:
         x: (batch, 3, 32, 32) -> (batch, num_classes)
     """
 
     def __init__(
-        self, arch: str, *, channels: int = 16, cells_per_stage: int = 5, num_classes: int = 10, seed: int = 0
+        self, arch: str, *, channels: int = 16, cells_per_stage: int = 5, num_classes: int = 10, seed: int = 0,
+        as_run: bool = False,
     ) -> None:
         super().__init__()
         self.arch = arch
+        self.as_run = as_run
         edges = parse_nb201(arch)
         meta = "meta"
         self.stem = nn.Sequential(
@@ -182,7 +200,7 @@ class NB201Network(nn.Module):
             c = channels * 2**stage
             if stage > 0:
                 cells.append(ResNetBasicBlock(c_prev, c, device=meta))
-            cells.extend(NB201Cell(edges, c, device=meta) for _ in range(cells_per_stage))
+            cells.extend(NB201Cell(edges, c, device=meta, as_run=as_run) for _ in range(cells_per_stage))
             c_prev = c
         self.cells = nn.Sequential(*cells)
         self.lastact = nn.Sequential(nn.BatchNorm2d(c_prev, device=meta), nn.ReLU(inplace=False))

@@ -45,10 +45,13 @@ class NB201GraphConverter:
     Args:
         root: Output folder.
         target: Target preset or JSON the graphs are built for (see `tvm_cost.targets.resolve_target`).
+        as_run: Build the networks as NAS-Bench-201 ran them, every edge computed (`NB201Network`'s ``as_run``),
+            instead of the minimal graph.
     """
 
     root: Path
     target: str = "cuda-2080ti"
+    as_run: bool = False
     cache: Any = field(default=None, init=False)
 
     def __post_init__(self) -> None:
@@ -66,7 +69,8 @@ class NB201GraphConverter:
         from tvm_cost.data.external.nasbench201_relax import nb201_to_relax
         from tvm_cost.features.arrays import graph_arrays
 
-        lowered = lower(nb201_to_relax(arch, batch=batch, fold_batch_norm=True), self.resolved.tvm_target())
+        lowered = lower(nb201_to_relax(arch, batch=batch, fold_batch_norm=True, as_run=self.as_run),
+                        self.resolved.tvm_target())
         graph = graph_from_lowered(lowered, self.resolved, source=f"nb201:{arch}", batch_size=batch,
                                    cache=self.cache)
         return graph_arrays(graph)

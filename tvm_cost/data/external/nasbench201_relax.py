@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from tvm_cost.data.external.nasbench201 import NB201Cell, NB201Network, ResNetBasicBlock
+from tvm_cost.data.external.nasbench201 import NB201Cell, NB201Network, ResNetBasicBlock, Zero
 
 if TYPE_CHECKING:
     import tvm
@@ -43,6 +43,7 @@ def nb201_to_relax(
     num_classes: int = 10,
     seed: int = 0,
     fold_batch_norm: bool = False,
+    as_run: bool = False,
 ) -> tvm.IRModule:
     """Builds the Relax module of a NAS-Bench-201 network, weights bound as constants.
 
@@ -56,6 +57,8 @@ def nb201_to_relax(
         seed: Weight seed, as in :class:`NB201Network`.
         fold_batch_norm: Emit conv + batch norm in inference form (conv with scaled weights, then a bias add),
             as ``FoldBatchnormToConv2D`` would rewrite it; the module is then no longer equal to the frontend's.
+        as_run: Every cell edge computed, ``none`` as ``x * 0`` (`NB201Network`'s ``as_run``): the ops HELP's
+            PyTorch runs launched, which the minimal graph leaves out.
 
     Returns:
         An IRModule whose ``main(x)`` returns a 1-tuple with the logits, like ``from_exported_program``.
@@ -67,7 +70,8 @@ def nb201_to_relax(
 
     if isinstance(arch, str):
         net = NB201Network(
-            arch, channels=channels, cells_per_stage=cells_per_stage, num_classes=num_classes, seed=seed
+            arch, channels=channels, cells_per_stage=cells_per_stage, num_classes=num_classes, seed=seed,
+            as_run=as_run,
         )
     elif isinstance(arch, NB201Network):
         net = arch
@@ -127,6 +131,8 @@ class _Emitter:
             return x
         if isinstance(m, nn.Identity):
             return x
+        if isinstance(m, Zero):
+            return self.bb.emit(self.op.multiply(x, self.relax.const(0.0, "float32")))
         if isinstance(m, nn.ReLU):
             return self.bb.emit(self.op.nn.relu(x))
         if isinstance(m, nn.Conv2d):
