@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
+from tvm_cost.cli_bench import register as register_bench_command
 from tvm_cost.cli_estimate import register as register_estimate_command
 from tvm_cost.cli_kernel import register as register_kernel_commands
 
@@ -190,6 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_kernel_commands(sub)
     register_estimate_command(sub)
+    register_bench_command(sub)
     return parser
 
 

@@ -3,7 +3,7 @@
 A subprocess because the tune imports only the CPU tensor intrinsics (`tvm_cost.collect.fast.
 preload_tensor_intrinsics`: ~5 s instead of 20-40 s), a process-wide change other tests must not see.
 
-    python tune_worker.py MODE[,MODE...] WORK_DIR      (MODE: dummy-tir, dummy-model, real-tir)
+    python tune_worker.py MODE[,MODE...] WORK_DIR      (MODE: dummy-tir, dummy-model, dummy-bench, real-tir)
 
 Prints ``RESULT {mode: summary}``; each mode tunes with a fresh model into ``WORK_DIR/<mode>``.
 """
@@ -61,6 +61,18 @@ def main(mode: str, work_dir: str) -> dict:
     elif mode == "real-tir":  # default builder (persistent pool) + MetaSchedule's LocalRunner
         db = tune_tir(matmul_relu(16), target=LLVM, cost_model=model, max_trials=8, work_dir=work_dir, seed=1,
                       num_trials_per_iter=8, strategy=search)
+    elif mode == "dummy-bench":  # two passes over the same store: the second must run nothing
+        from tvm_cost.tuning import bench
+
+        task = bench.BenchTask("0", "matmul_relu", 2 * 16**3, matmul_relu(16))
+        store = bench.RunStore(Path(work_dir) / "runs.jsonl")
+        kinds, labels = ("random", "xgb-warm16", "gnn"), []
+        for _ in range(2):
+            runs = bench.run_bench([task], kinds, [0], store=bench.RunStore(store.path), target=LLVM, max_trials=16,
+                                   trials_per_iter=8, population_size=32, builder=DummyBuilder(),
+                                   runner=DummyRunner(), measure_callbacks=dummy["measure_callbacks"],
+                                   on_run=lambda run, label: labels.append((run is not None, label)))
+        return {"labels": labels, "runs": [[r.kind, r.trials] for r in runs]}
     else:
         raise SystemExit(f"unknown mode {mode!r}")
     run_secs = [[float(s) for s in r.run_secs] if r.run_secs else None for r in db.get_all_tuning_records()]

@@ -1,0 +1,107 @@
+"""The online kernel benchmark: runs in a real MetaSchedule loop, resumes, and summarizes what it measured."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from test_tune import run_worker
+
+from tvm_cost.errors import TvmCostError
+from tvm_cost.tuning.bench import BenchRun, RunStore, _stem, plot_curves, summarize
+
+
+def test_bench_runs_each_kind_once_and_resumes(tmp_path):
+    """Real evolutionary search with DummyBuilder/DummyRunner (random times, not measurements), twice."""
+    out = run_worker("dummy-bench", tmp_path, timeout=600)["dummy-bench"]
+    ran = [label for fresh, label in out["labels"] if fresh]
+    skipped = [label for fresh, label in out["labels"] if not fresh]
+    assert ran == ["matmul_relu random seed 0", "matmul_relu xgb-warm16 seed 0", "matmul_relu gnn seed 0"]
+    assert skipped == ran  # the second pass found every run stored
+    assert [k for k, _ in out["runs"]] == ["random", "xgb-warm16", "gnn"]
+    for _, trials in out["runs"]:
+        times = [t for t, _ in trials]
+        assert len(trials) == 16 and times == sorted(times) and all(ms > 0 for _, ms in trials)
+
+
+def _run(task: str, kind: str, seed: int, latencies: list[float | None]) -> BenchRun:
+    """A SYNTHETIC run: one trial per second."""
+    return BenchRun(task, f"task{task}", kind, seed, len(latencies),
+                    [(float(i + 1), v) for i, v in enumerate(latencies)], float(len(latencies)))
+
+
+def test_summarize_uses_the_better_xgb_and_counts_trials_to_reach_it():
+    runs = [
+        _run("a", "xgb", 0, [9, 8, 8, 6]), _run("a", "xgb", 1, [9, 9, 7, 7]),          # median best@4: 6.5
+        _run("a", "xgb-warm16", 0, [9, 5, 5, 5]), _run("a", "xgb-warm16", 1, [9, 9, 6, 6]),  # 5.5: the reference
+        _run("a", "gnn", 0, [None, 7, 5, 4]), _run("a", "gnn", 1, [8, 8, 8, 8]),        # reach 5.5 at trial 3 / never
+        _run("b", "xgb", 0, [4, 2, 2, 2]), _run("b", "xgb-warm16", 0, [4, 4, 3, 3]),    # reference 2
+        _run("b", "gnn", 0, [2, 2, 1, 1]),                                               # reach at trial 1
+    ]
+    s = summarize(runs, [2, 4])
+    assert s["tasks"] == 2
+    assert s["per_task"]["a"]["reference_kind"] == "xgb-warm16" and s["per_task"]["a"]["reference_ms"] == 5.5
+    assert s["per_task"]["b"]["reference_kind"] == "xgb" and s["per_task"]["b"]["reference_ms"] == 2
+    assert s["per_task"]["a"]["gnn_trials_to_reference"] == [3.0, np.inf]
+    assert s["gnn_median_trials_to_reference"] == 3.0  # of 3, inf, 1
+    assert s["gnn_median_seconds_to_reference"] == 3.0
+    assert s["gnn_reached_reference"] == "2/3"
+    gnn_at_4 = np.sqrt((np.median([4, 8]) / 5.5) * (1 / 2))
+    assert s["best_vs_reference_geomean"]["gnn"][4] == pytest.approx(gnn_at_4)
+    assert s["best_vs_reference_geomean"]["xgb"][4] == pytest.approx(np.sqrt((6.5 / 5.5) * 1.0))
+
+
+def test_a_task_whose_reference_failed_is_left_out():
+    runs = [_run("a", "xgb", 0, [None, None]), _run("a", "gnn", 0, [3, 2]),
+            _run("b", "xgb", 0, [4, 2]), _run("b", "gnn", 0, [4, 4])]
+    s = summarize(runs, [2])
+    assert s["tasks"] == 1 and list(s["per_task"]) == ["b"]
+    assert s["best_vs_reference_geomean"]["gnn"][2] == pytest.approx(2.0)
+
+
+def test_run_store_round_trips_and_names_a_broken_line(tmp_path):
+    store = RunStore(tmp_path / "runs.jsonl")
+    run = _run("a", "gnn", 2, [3.0, None])
+    store.add(run)
+    again = RunStore(tmp_path / "runs.jsonl")
+    assert again.runs == [run] and again.has("a", "gnn", 2, 2) and not again.has("a", "gnn", 1, 2)
+    with open(tmp_path / "runs.jsonl", "a", encoding="utf-8") as f:
+        f.write('{"task": "b"\n')
+    with pytest.raises(TvmCostError, match=r"runs.jsonl:2: not a bench run"):
+        RunStore(tmp_path / "runs.jsonl")
+
+
+def test_plot_curves_writes_a_png(tmp_path):
+    runs = [_run(t, k, s, list(np.linspace(5, 1, 8) * (1 + s))) for t in "ab" for k in ("xgb", "gnn") for s in (0, 1)]
+    path = plot_curves(runs, tmp_path / "curves.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_task_stems_group_kernels_by_op_kinds():
+    assert _stem("fused_conv2d3_add7_relu2") == "fused_conv2d_add_relu"
+    assert _stem("fused_matmul_add") == "fused_matmul_add"
+
+
+def test_cli_refuses_an_unknown_cost_model(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "tvm_cost.cli", "bench", "kernel", "--cost-models", "xgb,mlp",
+                           "--out", str(tmp_path)], capture_output=True, text=True, check=False, timeout=120)
+    assert proc.returncode == 2 and "unknown cost model(s) mlp" in proc.stderr, proc.stderr
+
+
+@pytest.mark.slow
+def test_bench_kernel_cli_measures_a_tiny_task(tmp_path):
+    """The whole command with real builds and runs: 1 held-out task of a tiny MLP, 2 cost models, 8 trials."""
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "database_workload.json").write_text("")
+    proc = subprocess.run(
+        [sys.executable, "-m", "tvm_cost.cli", "bench", "kernel", "--model", "zoo:mlp,width=64,depth=1,in_features=64",
+         "--exclude", str(tmp_path / "empty"), "--min-flop", "0", "--tasks", "1", "--cost-models", "xgb,random", "--seeds", "0",
+         "--budgets", "4,8", "--trials-per-iter", "4", "--population", "32", "--out", str(tmp_path / "bench")],
+        capture_output=True, text=True, check=False, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((tmp_path / "bench" / "summary.json").read_text())
+    assert summary["tasks"] == 1 and set(summary["best_vs_reference_geomean"]) == {"xgb", "random"}
+    assert (tmp_path / "bench" / "curves.png").exists()

@@ -1,0 +1,102 @@
+"""`tvm-cost bench kernel`: the online comparison of cost models on held-out tasks (parsing and printing only;
+the work is in `tvm_cost.tuning.bench`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+DEFAULT_MODELS = ("zoo:mobilenet_v2", "zoo:densenet", "zoo:resnet50", "zoo:mlp")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``bench kernel`` to the `tvm-cost` sub-parsers `sub`."""
+    bench = sub.add_parser("bench", help="benchmarks").add_subparsers(dest="bench", required=True)
+    p = bench.add_parser("kernel", help="tune held-out tasks with each cost model at the same budgets, side by side "
+                                        "(resumable; writes runs.jsonl, summary.json and curves.png)")
+    p.add_argument("--model", action="append", dest="models", metavar="MODEL",
+                   help="zoo spec or ONNX file to take tasks from (repeatable; default: "
+                        f"{' '.join(DEFAULT_MODELS)}, families the shipped checkpoint has no records of)")
+    p.add_argument("--exclude", action="append", metavar="FOLDER",
+                   help="tuning-log folder whose workloads are not benchmarked (the training data; repeatable; "
+                        "default: tuning_logs/llvm-1core, what the shipped checkpoint was trained on)")
+    p.add_argument("--tasks", type=int, default=6, help="number of held-out tasks")
+    p.add_argument("--min-flop", type=float, default=1e6, help="smallest task (FLOPs per call) to pick")
+    p.add_argument("--max-flop", type=float, default=2e8, help="largest task (FLOPs per call) to pick")
+    p.add_argument("--cost-models", default="xgb,xgb-warm16,gnn,ensemble,random")
+    p.add_argument("--seeds", default="0,1,2")
+    p.add_argument("--budgets", default="16,32,64,128", help="trial budgets reported (one run to the largest)")
+    p.add_argument("--trials-per-iter", type=int, default=16, help="candidates measured per search round")
+    p.add_argument("--population", type=int, default=128, help="evolutionary-search population")
+    p.add_argument("--target", default='{"kind": "llvm", "num-cores": 1}', help="target JSON or preset")
+    p.add_argument("--out", required=True, help="output folder")
+    p.set_defaults(func=_bench_kernel)
+
+
+def _bench_kernel(args: argparse.Namespace) -> None:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
+        TimeRemainingColumn
+    from rich.table import Table
+
+    from tvm_cost.collect.fast import make_builder, make_runner, preload_tensor_intrinsics
+    from tvm_cost.errors import TvmCostError
+    from tvm_cost.tuning.bench import BENCH_KINDS, RunStore, held_out_tasks, plot_curves, run_bench, summarize, \
+        workload_hashes
+    from tvm_cost.tuning.tune import _tvm_target
+
+    console = Console(width=None if sys.stdout.isatty() else 200)
+    kinds = args.cost_models.split(",")
+    unknown = [k for k in kinds if k not in BENCH_KINDS]
+    if unknown:
+        raise TvmCostError(f"unknown cost model(s) {', '.join(unknown)}; choose from {', '.join(BENCH_KINDS)}")
+    seeds = [int(s) for s in args.seeds.split(",")]
+    budgets = sorted(int(b) for b in args.budgets.split(","))
+    target = _tvm_target(json.loads(args.target) if args.target.lstrip().startswith("{") else args.target)
+    exclude: set[str] = set()
+    for folder in args.exclude or ["tuning_logs/llvm-1core"]:
+        exclude |= workload_hashes(folder)
+    tasks = held_out_tasks(args.models or list(DEFAULT_MODELS), target, exclude=exclude, n=args.tasks,
+                           min_flop=args.min_flop, max_flop=args.max_flop)
+    console.print(f"{len(tasks)} held-out tasks ({len(exclude)} training workloads excluded): "
+                  + ", ".join(f"{t.name} ({t.flop / 1e6:.1f} MFLOP)" for t in tasks))
+    preload_tensor_intrinsics(target)  # the tunes' space generators import only this target's intrinsics
+    out = Path(args.out)
+    store = RunStore(out / "runs.jsonl")
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TimeRemainingColumn())
+    builder = make_builder("fast", target=target)
+    runner = make_runner()
+    try:
+        with Progress(*columns, console=console) as bar:
+            job = bar.add_task("bench", total=len(tasks) * len(seeds) * len(kinds))
+
+            def on_run(run: object, label: str) -> None:
+                best = getattr(run, "best_curve", None)
+                note = "stored" if run is None else f"best {best()[-1]:.4f} ms in {run.wall_s:.0f} s"  # type: ignore
+                bar.update(job, advance=1, description=f"{label}: {note}")
+
+            runs = run_bench(tasks, kinds, seeds, store=store, target=target, max_trials=budgets[-1], on_run=on_run,
+                             builder=builder, runner=runner, trials_per_iter=args.trials_per_iter,
+                             population_size=args.population)
+    finally:
+        builder.close()
+    summary = summarize(runs, budgets)
+    summary["command"] = " ".join(sys.argv)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    table = Table(title=f"best latency / XGBModel's best after {budgets[-1]} trials (geometric mean over "
+                        f"{summary['tasks']} tasks, median over seeds {summary['seeds']}; lower is better)")
+    table.add_column("cost model")
+    for b in budgets:
+        table.add_column(f"{b} trials", justify="right")
+    table.add_column("median s / run", justify="right")
+    for kind, row in summary["best_vs_reference_geomean"].items():
+        table.add_row(kind, *(f"{row[b]:.3f}" if row[b] is not None else "-" for b in budgets),
+                      f"{summary['median_wall_s'][kind]:.0f}")
+    console.print(table)
+    console.print(f"gnn reaches XGBModel's {budgets[-1]}-trial best in a median of "
+                  f"{summary['gnn_median_trials_to_reference']} trials, "
+                  f"{summary['gnn_median_seconds_to_reference']} s (reached in {summary['gnn_reached_reference']} "
+                  f"runs); wrote {out / 'summary.json'}, {plot_curves(runs, out / 'curves.png')}")

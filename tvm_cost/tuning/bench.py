@@ -1,0 +1,298 @@
+"""The online kernel benchmark: tune held-out tasks with each cost model at the same budget, side by side.
+
+Each run is one ``ms.tune_tir`` of one task with one cost model and seed; a measure callback (`TrialLog`) keeps
+every measured candidate in order with the seconds since the tune began, so one run to the largest budget gives
+the best latency after every smaller budget too. Runs are appended to a JSON-lines file as they finish: an
+interrupted bench resumes where it stopped. `summarize` turns the runs into the comparison the issue asks for
+(best latency per budget relative to XGBModel's, and the trials and seconds the GNN needs to reach XGBModel's
+best), `plot_curves` into a PNG of best latency against trials.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tvm_cost.errors import TvmCostError
+
+BENCH_KINDS: tuple[str, ...] = ("xgb", "xgb-warm16", "gnn", "ensemble", "random")
+
+
+@dataclass(frozen=True)
+class BenchTask:
+    """A task to tune: its structural hash, MetaSchedule name, FLOPs per call and the TIR module."""
+
+    shash: str
+    name: str
+    flop: float
+    mod: Any = field(repr=False, compare=False)
+
+
+@dataclass
+class BenchRun:
+    """One tune: every measured candidate in order, as (seconds since the tune began, ms or None if it failed)."""
+
+    task: str
+    task_name: str
+    kind: str
+    seed: int
+    max_trials: int
+    trials: list[tuple[float, float | None]]
+    wall_s: float
+
+    def best_curve(self) -> np.ndarray:
+        """Best latency (ms) after each trial; inf until the first success."""
+        ms_ = np.array([np.inf if t is None else t for _, t in self.trials], dtype=float)
+        return np.minimum.accumulate(ms_) if len(ms_) else ms_
+
+
+def cost_model_for(kind: str, *, target: Any, seed: int) -> Any:
+    """The cost model of a bench kind: "xgb-warm16" is TVM's XGBModel trusting its fit after 16 samples, not 100."""
+    from tvm_cost.tuning.tune import make_cost_model
+    from tvm_cost.tuning.xgb import make_xgb
+
+    if kind == "xgb-warm16":
+        return make_xgb(num_warmup_samples=16)
+    if kind not in BENCH_KINDS:
+        raise ValueError(f"unknown bench cost model {kind!r}; choose from {', '.join(BENCH_KINDS)}")
+    return make_cost_model(kind, target=target, seed=seed)  # type: ignore[arg-type]
+
+
+def _trial_log() -> Any:
+    """A MeasureCallback that records each measured candidate's latency with the time since it was created."""
+    from tvm.ir.utils import derived_object
+    from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
+
+    from tvm_cost.tuning.replay import measured_latency_ms
+
+    @derived_object
+    class TrialLog(PyMeasureCallback):
+        def __init__(self) -> None:
+            self.start = time.perf_counter()
+            self.trials: list[tuple[float, float | None]] = []
+
+        def apply(self, task_scheduler: Any, task_id: int, measure_candidates: Any, builder_results: Any,
+                  runner_results: Any) -> None:
+            now = round(time.perf_counter() - self.start, 3)
+            self.trials.extend((now, measured_latency_ms(r)) for r in runner_results)
+
+    return TrialLog()
+
+
+def run_one(task: BenchTask, kind: str, *, seed: int, target: Any, max_trials: int, trials_per_iter: int = 16,
+            builder: Any = None, runner: Any = None, population_size: int = 128,
+            measure_callbacks: Sequence[Any] | None = None) -> BenchRun:
+    """Tune `task` with cost model `kind` for `max_trials` measured candidates.
+
+    The search is MetaSchedule's evolutionary search with a population of `population_size` (the collection
+    setting; MetaSchedule's 512 spends most of a small budget predicting) and the same settings for every kind.
+    `measure_callbacks` replace MetaSchedule's default ones (the trial log is always added).
+    """
+    from tvm.s_tir import meta_schedule as ms
+
+    from tvm_cost.tuning.tune import _tvm_target, tune_tir
+
+    tvm_target = _tvm_target(target)
+    log = _trial_log()
+    if measure_callbacks is None:
+        measure_callbacks = ms.measure_callback.MeasureCallback.create("default")
+    callbacks = [*measure_callbacks, log]
+    strategy = ms.search_strategy.EvolutionarySearch(
+        population_size=population_size, init_min_unmeasured=max(1, min(50, population_size // 4)),
+        genetic_num_iters=2)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="tvm-cost-bench-") as work_dir:
+        tune_tir(task.mod, target=tvm_target, cost_model=cost_model_for(kind, target=tvm_target, seed=seed),
+                 max_trials=max_trials, work_dir=work_dir, builder=builder, runner=runner, seed=seed,
+                 num_trials_per_iter=trials_per_iter, strategy=strategy, measure_callbacks=callbacks)
+    return BenchRun(task.shash, task.name, kind, seed, max_trials, list(log.trials)[:max_trials],
+                    round(time.perf_counter() - start, 2))
+
+
+def _stem(name: str) -> str:
+    """``fused_conv2d3_add7_relu2`` -> ``fused_conv2d_add_relu``: the op kinds of a task name."""
+    return re.sub(r"\d+(?=_|$)", "", name)
+
+
+def held_out_tasks(models: Sequence[str], target: Any, *, exclude: Iterable[str] = (), n: int = 6,
+                   min_flop: float = 1e6, max_flop: float = 2e8) -> list[BenchTask]:
+    """`n` tasks of `models` (zoo specs or ONNX paths) whose workloads are not in `exclude` (shashes).
+
+    Picks the largest tasks within [min_flop, max_flop] FLOPs, one per kind of fused op first (by task name
+    without numbers), so the set spans convolutions, matmuls and the rest. The bounds keep a candidate's time
+    measurable and the run short.
+    """
+    from tvm_cost.collect.tasks import extract_tasks
+    from tvm_cost.importer import import_model
+    from tvm_cost.tuning.tune import _tvm_target
+
+    tvm_target = _tvm_target(target)
+    skip = set(exclude)
+    tasks = [t for t in extract_tasks([(m, import_model(m).mod) for m in models], tvm_target)
+             if t.shash not in skip and min_flop <= t.flop <= max_flop]
+    tasks.sort(key=lambda t: -t.flop)
+    first: dict[str, Any] = {}
+    for t in tasks:
+        first.setdefault(_stem(t.name), t)
+    picked = list(first.values())[:n]
+    picked += [t for t in tasks if t not in picked][: n - len(picked)]
+    if not picked:
+        raise TvmCostError(f"no task of {', '.join(models)} is held out and within {min_flop:g}-{max_flop:g} FLOPs")
+    return [BenchTask(t.shash, t.name, t.flop, t.mod) for t in picked]
+
+
+def workload_hashes(folder: str | Path) -> set[str]:
+    """Structural hashes of the workloads in a tuning-log folder (the tasks a checkpoint may have seen)."""
+    from tvm_cost.collect.records import load_workloads, resolve
+
+    path = Path(folder) / "database_workload.json"
+    try:
+        resolve(path)
+    except FileNotFoundError as err:
+        raise TvmCostError(f"{folder}: no database_workload.json[.gz] to exclude tasks by") from err
+    return {w[0] for w in load_workloads(path) if w is not None}
+
+
+class RunStore:
+    """The bench's runs, one JSON object per line; a rerun skips the (task, kind, seed, max_trials) it holds."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.runs: list[BenchRun] = []
+        if self.path.exists():
+            for lineno, line in enumerate(self.path.read_text(encoding="utf-8").splitlines(), 1):
+                try:
+                    obj = json.loads(line)
+                    obj["trials"] = [tuple(t) for t in obj["trials"]]
+                    self.runs.append(BenchRun(**obj))
+                except (ValueError, TypeError, KeyError) as err:
+                    raise TvmCostError(f"{self.path}:{lineno}: not a bench run ({err})") from err
+
+    def has(self, task: str, kind: str, seed: int, max_trials: int) -> bool:
+        return any((r.task, r.kind, r.seed, r.max_trials) == (task, kind, seed, max_trials) for r in self.runs)
+
+    def add(self, run: BenchRun) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(asdict(run)) + "\n")
+        self.runs.append(run)
+
+
+def run_bench(tasks: Sequence[BenchTask], kinds: Sequence[str], seeds: Sequence[int], *, store: RunStore,
+              target: Any, max_trials: int, on_run: Callable[[BenchRun | None, str], None] | None = None,
+              **run_kwargs: Any) -> list[BenchRun]:
+    """Every (task, seed, kind) not yet in `store`, tuned and stored; the kinds of one task and seed run together.
+
+    `on_run(run, label)` is called after each one (run None: skipped, already stored).
+    """
+    for task in tasks:
+        for seed in seeds:
+            for kind in kinds:
+                label = f"{task.name} {kind} seed {seed}"
+                if store.has(task.shash, kind, seed, max_trials):
+                    if on_run:
+                        on_run(None, label)
+                    continue
+                run = run_one(task, kind, seed=seed, target=target, max_trials=max_trials, **run_kwargs)
+                store.add(run)
+                if on_run:
+                    on_run(run, label)
+    keys = {(t.shash, k, s) for t in tasks for k in kinds for s in seeds}
+    return [r for r in store.runs if (r.task, r.kind, r.seed) in keys and r.max_trials == max_trials]
+
+
+def _best_at(run: BenchRun, budget: int) -> float:
+    curve = run.best_curve()
+    return float(curve[min(budget, len(curve)) - 1]) if len(curve) else np.inf
+
+
+def summarize(runs: Sequence[BenchRun], budgets: Sequence[int], *, reference: Sequence[str] = ("xgb", "xgb-warm16"),
+              challenger: str = "gnn") -> dict[str, Any]:
+    """The comparison over tasks and seeds.
+
+    The reference latency of a task is the best after the largest budget of the better `reference` kind (lower
+    median over seeds). Reports, per kind and budget, the geometric mean over tasks of (median over seeds of the
+    best latency) / reference, below 1 is better; and for `challenger`, the trials and seconds (search, builds
+    and runs included) its runs need to reach the reference, median over (task, seed), inf where never reached.
+    """
+    top = max(budgets)
+    by_task: dict[str, list[BenchRun]] = {}
+    for r in runs:
+        by_task.setdefault(r.task, []).append(r)
+    kinds = sorted({r.kind for r in runs}, key=lambda k: (BENCH_KINDS + (k,)).index(k))
+    per_task: dict[str, Any] = {}
+    ratios: dict[str, dict[int, list[float]]] = {k: {b: [] for b in budgets} for k in kinds}
+    reach_trials: list[float] = []
+    reach_s: list[float] = []
+    for shash, task_runs in by_task.items():
+        best = {k: {b: float(np.median([_best_at(r, b) for r in task_runs if r.kind == k])) for b in budgets}
+                for k in kinds if any(r.kind == k for r in task_runs)}
+        refs = {k: best[k][top] for k in reference if k in best}
+        if not refs or not np.isfinite(min(refs.values())):
+            continue
+        ref_kind = min(refs, key=refs.get)
+        ref = refs[ref_kind]
+        for k, row in best.items():
+            for b, v in row.items():
+                ratios[k][b].append(v / ref)
+        reached = []
+        for r in task_runs:
+            if r.kind != challenger:
+                continue
+            curve = r.best_curve()
+            hit = np.nonzero(curve <= ref)[0]
+            reached.append((float(hit[0] + 1), float(r.trials[hit[0]][0])) if len(hit) else (np.inf, np.inf))
+        reach_trials += [t for t, _ in reached]
+        reach_s += [s for _, s in reached]
+        per_task[shash] = {"task_name": task_runs[0].task_name, "reference_kind": ref_kind, "reference_ms": ref,
+                           "best_ms": best, f"{challenger}_trials_to_reference": [t for t, _ in reached]}
+    geo = {k: {b: float(np.exp(np.mean(np.log(v)))) if v else None for b, v in row.items()}
+           for k, row in ratios.items()}
+    return {"budgets": list(budgets), "tasks": len(per_task), "seeds": sorted({r.seed for r in runs}),
+            "best_vs_reference_geomean": geo,
+            f"{challenger}_median_trials_to_reference": float(np.median(reach_trials)) if reach_trials else None,
+            f"{challenger}_median_seconds_to_reference": float(np.median(reach_s)) if reach_s else None,
+            f"{challenger}_reached_reference": f"{sum(np.isfinite(reach_trials))}/{len(reach_trials)}",
+            "median_wall_s": {k: float(np.median([r.wall_s for r in runs if r.kind == k])) for k in kinds},
+            "per_task": per_task}
+
+
+def plot_curves(runs: Sequence[BenchRun], path: str | Path) -> Path:
+    """PNG: for each task, best latency (median over seeds) against trials, one line per cost model."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = list(dict.fromkeys(r.task for r in runs))
+    cols = min(3, len(tasks))
+    rows = -(-len(tasks) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    for ax, shash in zip(axes.flat, tasks):
+        task_runs = [r for r in runs if r.task == shash]
+        for kind in dict.fromkeys(r.kind for r in task_runs):
+            curves = [r.best_curve() for r in task_runs if r.kind == kind]
+            n = min(len(c) for c in curves)
+            if n == 0:
+                continue
+            ax.plot(np.arange(1, n + 1), np.median([c[:n] for c in curves], axis=0), label=kind)
+        ax.set_title(task_runs[0].task_name, fontsize=8)
+        ax.set_xlabel("measured trials")
+        ax.set_ylabel("best latency (ms)")
+        ax.set_xscale("log", base=2)
+    for ax in list(axes.flat)[len(tasks):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
