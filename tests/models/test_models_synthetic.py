@@ -32,3 +32,26 @@ def test_feature_stats_skip_missing_targets():
     torch.testing.assert_close(stats["y_mean"][0], lat.mean())
     assert stats["y_std"][1] == 1.0  # constant column: centered only
     assert stats["edge_mean"].shape == (3,) and torch.isfinite(stats["x_std"]).all()
+
+
+def test_constant_input_columns_standardize_to_zero_whatever_they_become():
+    """A column constant in training (a target descriptor of one machine) must not move a prediction later."""
+    from tvm_cost.models import ModelConfig, build_model
+
+    graphs = synthetic_graphs(6, seed=5)
+    for g in graphs:
+        g.u[:, 1] = 3.0
+    stats = feature_stats(graphs, node_dim=8, edge_dim=3, global_dim=4, num_heads=1)
+    assert torch.isinf(stats["u_std"][1]) and torch.isfinite(stats["u_std"][[0, 2, 3]]).all()
+    assert feature_stats(graphs, node_dim=8, edge_dim=3, global_dim=4, num_heads=1,
+                         drop_constant=False)["u_std"][1] == 1.0
+    model = build_model(kind="seernet", config=ModelConfig(node_dim=8, edge_dim=3, global_dim=4, heads=("latency",)))
+    model.fit_normalization(graphs)
+    model.eval()
+    other = graphs[0].clone()
+    other.u[:, 1] = 40.0  # another machine
+    with torch.no_grad():
+        torch.testing.assert_close(model(other), model(graphs[0]))
+        changed = graphs[0].clone()
+        changed.u[:, 0] += 5.0  # a column that varied in training does move it
+        assert not torch.allclose(model(changed), model(graphs[0]))

@@ -27,21 +27,25 @@ class _Moments:
         self.sq += (v * v).sum(0)
         self.count += ok.sum(0)
 
-    def result(self, min_std: float) -> tuple[torch.Tensor, torch.Tensor]:
+    def result(self, min_std: float, constant_std: float) -> tuple[torch.Tensor, torch.Tensor]:
         n = self.count.clamp(min=1.0)
         mean = self.sum / n
         std = (self.sq / n - mean * mean).clamp(min=0.0).sqrt()
-        std = torch.where(std < min_std, torch.ones_like(std), std)  # constant columns pass through unscaled
+        std = torch.where(std < min_std, torch.full_like(std, constant_std), std)
         return mean.float(), std.float()
 
 
 def feature_stats(graphs: Iterable[Any], *, node_dim: int, edge_dim: int, global_dim: int,
-                  num_heads: int, min_std: float = 1e-6) -> dict[str, torch.Tensor]:
+                  num_heads: int, min_std: float = 1e-6, drop_constant: bool = True) -> dict[str, torch.Tensor]:
     """Column means and standard deviations of `graphs` (PyG `Data` or `Batch` objects).
 
     Targets are summarized in log space (the space the heads predict in); entries of `y` that are not finite and
-    positive are skipped, so a graph missing one metric (NaN) still counts for the others. Columns with a standard
-    deviation below `min_std` get std 1 so they are only centered.
+    positive are skipped, so a graph missing one metric (NaN) still counts for the others.
+
+    An input column with a standard deviation below `min_std` taught the model nothing, and its weights never
+    moved from their initial values: with `drop_constant` it gets std inf, so it standardizes to 0 whatever value
+    it takes later (the target descriptors of a machine other than the one the data came from would otherwise
+    enter through untrained weights); without, std 1 (only centered). A constant target column gets std 1.
 
     Shapes:
         Returns ``{"x_mean", "x_std"}: [node_dim]``, ``{"edge_mean", "edge_std"}: [edge_dim]``,
@@ -60,5 +64,6 @@ def feature_stats(graphs: Iterable[Any], *, node_dim: int, edge_dim: int, global
             acc["y"].add(torch.where(y > 0, y.clamp(min=1e-300).log(), float("nan")))
     out: dict[str, torch.Tensor] = {}
     for name, m in acc.items():
-        out[f"{name}_mean"], out[f"{name}_std"] = m.result(min_std)
+        out[f"{name}_mean"], out[f"{name}_std"] = m.result(
+            min_std, float("inf") if drop_constant and name != "y" else 1.0)
     return out

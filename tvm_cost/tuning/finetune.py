@@ -26,7 +26,7 @@ def fit_input_normalization(model: Any, items: Sequence[Any]) -> None:
 
     c = model.config
     stats = feature_stats(items, node_dim=c.node_dim, edge_dim=c.edge_dim, global_dim=c.global_dim,
-                          num_heads=len(c.heads))
+                          num_heads=len(c.heads), drop_constant=False)  # later tasks may vary them
     stats["y_std"] = torch.ones_like(stats["y_std"])
     model.set_normalization(stats)
 
