@@ -31,21 +31,23 @@ class _Moments:
         n = self.count.clamp(min=1.0)
         mean = self.sum / n
         std = (self.sq / n - mean * mean).clamp(min=0.0).sqrt()
-        std = torch.where(std < min_std, torch.full_like(std, constant_std), std)
+        constant = std <= min_std * mean.abs().clamp(min=1.0)  # float rounding leaves ~1e-7 relative spread
+        std = torch.where(constant, torch.full_like(std, constant_std), std)
         return mean.float(), std.float()
 
 
 def feature_stats(graphs: Iterable[Any], *, node_dim: int, edge_dim: int, global_dim: int,
-                  num_heads: int, min_std: float = 1e-6, drop_constant: bool = True) -> dict[str, torch.Tensor]:
+                  num_heads: int, min_std: float = 1e-5, drop_constant: bool = True) -> dict[str, torch.Tensor]:
     """Column means and standard deviations of `graphs` (PyG `Data` or `Batch` objects).
 
     Targets are summarized in log space (the space the heads predict in); entries of `y` that are not finite and
     positive are skipped, so a graph missing one metric (NaN) still counts for the others.
 
-    An input column with a standard deviation below `min_std` taught the model nothing, and its weights never
-    moved from their initial values: with `drop_constant` it gets std inf, so it standardizes to 0 whatever value
-    it takes later (the target descriptors of a machine other than the one the data came from would otherwise
-    enter through untrained weights); without, std 1 (only centered). A constant target column gets std 1.
+    An input column whose standard deviation is at most `min_std` x max(1, |mean|) (float rounding alone leaves
+    ~1e-7 relative spread) taught the model nothing, and its weights never moved from their initial values: with
+    `drop_constant` it gets std inf, so it standardizes to 0 whatever value it takes later (the target descriptors
+    of a machine other than the one the data came from would otherwise enter through untrained weights, or be
+    divided by a rounding error); without, std 1 (only centered). A constant target column gets std 1.
 
     Shapes:
         Returns ``{"x_mean", "x_std"}: [node_dim]``, ``{"edge_mean", "edge_std"}: [edge_dim]``,
