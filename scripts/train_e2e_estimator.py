@@ -1,8 +1,11 @@
 """Train the end-to-end estimator `tvm-cost estimate` ships: a `KernelSumNet` ensemble on every measured
 configuration of a target.
 
-    python scripts/train_e2e_estimator.py --records tuning_logs/llvm-1core/e2e/e2e_kernels.jsonl \
-        --extra-records tuning_logs/llvm-1core/e2e/e2e_records.jsonl --out tvm_cost/checkpoints/e2e/llvm-1core
+    python scripts/train_e2e_estimator.py --records tuning_logs/llvm-1core-xeon/e2e/e2e_kernels.jsonl \
+        --out tvm_cost/checkpoints/e2e/llvm-1core
+
+The checkpoint records the target and the CPU the labels were measured on (`measured_on`); `tvm-cost estimate`
+warns when it runs on another CPU, since its estimates are that machine's latencies.
 
 10% of the configurations (seeded) are held back for early stopping; the held-out-family accuracy of the same
 recipe is what scripts/e2e_experiment.py reports (docs/e2e.md).
@@ -53,7 +56,8 @@ def main() -> None:
         pred = np.array([float(model(d)[0, 0].exp()) for d in val])
     true = np.array([d.latency_ms for d in val])
     sources = [p for p in (args.records, args.extra_records) if p]
-    extra = {"target": "llvm-1core", "train_config": train_config.to_dict(), "members": args.members,
+    measured = _measured_on(sources)
+    extra = {**measured, "train_config": train_config.to_dict(), "members": args.members,
              "records": {p: hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in sources},
              "configurations": len(items),
              "with_kernel_times": int(sum(bool(d.node_ms.isfinite().any()) for d in items)),
@@ -61,6 +65,19 @@ def main() -> None:
              "command": " ".join(sys.argv)}
     path = save_checkpoint(args.out, model, schema=SCHEMA, extra=extra)
     print(json.dumps({**extra, "checkpoint": str(path), "seconds": round(time.perf_counter() - t0, 1)}, indent=1))
+
+
+def _measured_on(paths: list[str]) -> dict:
+    """The target name and CPU of the records (one of each, or exit: an estimator is for one machine)."""
+    names, cpus = set(), set()
+    for path in paths:
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            rec = json.loads(line)
+            names.add(rec["target_name"])
+            cpus.add(rec["hardware"])
+    if len(names) != 1 or len(cpus) != 1:
+        sys.exit(f"error: records span targets {sorted(names)} and CPUs {sorted(cpus)}; train one per machine")
+    return {"target": names.pop(), "measured_on": cpus.pop()}
 
 
 if __name__ == "__main__":

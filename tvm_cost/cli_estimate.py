@@ -35,7 +35,8 @@ def _estimate(args: argparse.Namespace) -> None:
     console.print(f"[bold]end to end: {result.end_to_end_ms:.2f} ms[/bold] (ensemble range "
                   f"{result.low_ms:.2f}-{result.high_ms:.2f} ms) over {len(result.subgraphs)} kernels; "
                   f"import {t_import:.2f} s, then lower {sec['lower']:.2f} s + features {sec['features']:.2f} s "
-                  f"+ predict {sec['predict']:.2f} s")
+                  f"+ predict {sec['predict']:.2f} s"
+                  + (f"; latencies of {result.measured_on}" if result.measured_on else ""))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({**result.to_json(), "model": imported.source, "import_s": t_import}, f, indent=1)

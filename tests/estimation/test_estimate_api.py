@@ -73,3 +73,21 @@ def test_top_level_estimate_is_the_api_function():
 
     assert tvm_cost.estimate is tvm_cost.estimation.api.estimate
     assert "estimate" in tvm_cost.__all__
+
+
+def test_an_estimator_from_another_cpu_warns_and_says_which(untrained_estimator, tmp_path, monkeypatch, caplog):
+    from tvm_cost.collect import manifest
+    from tvm_cost.train import load_checkpoint
+
+    model, _ = load_checkpoint(untrained_estimator, schema=SCHEMA)
+    path = save_checkpoint(tmp_path / "amd", model, schema=SCHEMA, extra={"measured_on": "AMD EPYC"})
+    monkeypatch.setattr(manifest, "cpu_model", lambda: "Intel(R) Xeon(R) Processor")
+    with caplog.at_level("WARNING", logger="tvm_cost.estimation.api"):
+        result = estimate(SPEC, target=TARGET, checkpoint=path)
+    assert result.measured_on == "AMD EPYC"
+    assert "measured on AMD EPYC; this machine is Intel(R) Xeon(R) Processor" in caplog.text
+    caplog.clear()
+    monkeypatch.setattr(manifest, "cpu_model", lambda: "AMD EPYC")
+    with caplog.at_level("WARNING", logger="tvm_cost.estimation.api"):
+        estimate(SPEC, target=TARGET, checkpoint=path)
+    assert "measured on" not in caplog.text

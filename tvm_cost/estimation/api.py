@@ -7,12 +7,15 @@ predictions are the per-subgraph table.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tvm_cost.errors import TvmCostError
+
+log = logging.getLogger(__name__)
 
 ESTIMATOR_DIR = Path(__file__).resolve().parent.parent / "checkpoints" / "e2e"
 """Shipped end-to-end estimators: ``<target name>.safetensors`` + ``.json``."""
@@ -40,6 +43,8 @@ class Estimate:
         target: The target's name and JSON.
         schedules: "default" (TVM's default schedules) or "database" (a tuning database's best records).
         checkpoint: The estimator used.
+        measured_on: The CPU its training latencies were measured on (None if the checkpoint does not say): the
+            machine whose latency this estimates.
         seconds: Time per step: lower, features, predict.
     """
 
@@ -50,6 +55,7 @@ class Estimate:
     target: dict[str, Any]
     schedules: str
     checkpoint: str
+    measured_on: str | None = None
     seconds: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -118,7 +124,9 @@ def estimate(
 
     resolved = resolve_target(target)
     path = estimator_checkpoint(resolved.name, checkpoint)
-    members, _ = load_estimator(path)
+    members, meta = load_estimator(path)
+    measured_on = meta.get("extra", {}).get("measured_on")
+    _warn_other_machine(measured_on, resolved, path)
     if not isinstance(model, ImportedModel):
         shapes = parse_input_shapes(input_shapes) if isinstance(input_shapes, list) else input_shapes
         model = import_model(model, example_inputs=example_inputs, input_shapes=shapes)
@@ -141,8 +149,20 @@ def estimate(
                         for n, ms in zip(graph.nodes, per_node)), key=lambda s: -s.predicted_ms)
     return Estimate(total, float(sums.min()), float(sums.max()), subgraphs,
                     {"name": resolved.name, "json": resolved.target_json},
-                    "database" if database is not None else "default", str(path),
+                    "database" if database is not None else "default", str(path), measured_on,
                     {"lower": t1 - t0, "features": t2 - t1, "predict": t3 - t2})
+
+
+def _warn_other_machine(measured_on: str | None, resolved: Any, path: Path) -> None:
+    """Warn when a CPU estimator's labels come from another CPU model than this one (its estimate is for that)."""
+    if measured_on is None or resolved.tvm_target().kind.name != "llvm":
+        return
+    from tvm_cost.collect.manifest import cpu_model
+
+    here = cpu_model()
+    if here != measured_on:
+        log.warning("%s was trained on latencies measured on %s; this machine is %s: the estimate is for that CPU",
+                    path.name, measured_on, here)
 
 
 def plot_estimate(result: Estimate, path: str | Path, *, top: int = 15) -> Path:
