@@ -93,3 +93,20 @@ def test_converter_stores_resumes_and_marks_constant_networks(tmp_path) -> None:
     assert (tmp_path / "timings.jsonl").read_text().count("\n") == 1
     with pytest.raises(TvmCostError, match="no NAS-Bench-201 graphs for batch 32"):
         load_graphs(tmp_path, 32)
+
+
+def test_a_cell_tvm_fails_on_is_marked_and_skipped(tmp_path, monkeypatch, caplog) -> None:
+    converter = NB201GraphConverter(tmp_path, target="llvm")
+
+    def tvm_fails(arch: str, batch: int) -> None:
+        raise ValueError("deep in DLight\nThe block no longer exists in the IRModule")
+
+    monkeypatch.setattr(converter, "arrays", tvm_fails)
+    assert converter.convert(3, CELLS[4], 1) is None
+    marker = graph_path(tmp_path, 1, 3).with_suffix(".failed")
+    assert marker.read_text() == "ValueError: The block no longer exists in the IRModule\n"
+    assert "nb201 cell 3 at batch 1: TVM failed" in caplog.text
+    monkeypatch.undo()
+    assert converter.convert(3, CELLS[4], 1) is None  # marked: not retried until the marker is deleted
+    marker.unlink()
+    assert converter.convert(3, CELLS[4], 1) is not None

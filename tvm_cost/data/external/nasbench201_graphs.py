@@ -13,6 +13,7 @@ HELP latencies are not stored here; :mod:`tvm_cost.estimation.help_study` joins 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,9 @@ def cell_order(*, seed: int = 0, n: int = NB201_CELLS) -> np.ndarray:
 def graph_path(root: str | Path, batch: int, arch_index: int) -> Path:
     """Where the graph of one cell at one batch size lives."""
     return Path(root) / f"batch{batch}" / f"{arch_index:05d}.npz"
+
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -80,10 +84,13 @@ class NB201GraphConverter:
 
         A cell whose output node is dead makes the whole network a constant: TVM folds every op and compiles no
         kernel. Such a cell gets an ``<arch_index>.empty`` marker instead of a graph (and is skipped on reruns).
+        A cell TVM itself fails on (its default CUDA schedule rules have raised on a few as-run networks) gets an
+        ``<arch_index>.failed`` marker with the error's last line, is logged and skipped, so one cell cannot stop
+        a long conversion; delete the markers to retry them.
         """
         path = graph_path(self.root, batch, arch_index)
-        empty = path.with_suffix(".empty")
-        if path.exists() or empty.exists():
+        empty, failed = path.with_suffix(".empty"), path.with_suffix(".failed")
+        if path.exists() or empty.exists() or failed.exists():
             return None
         path.parent.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
@@ -93,6 +100,11 @@ class NB201GraphConverter:
             if "empty graph" not in str(err):
                 raise
             empty.write_text(str(err) + "\n")
+            return None
+        except Exception as err:  # pylint: disable=broad-except  # TVM's own failure on this cell, kept as one
+            last = (str(err).strip().splitlines() or [type(err).__name__])[-1]
+            failed.write_text(f"{type(err).__name__}: {last}\n")
+            log.warning("nb201 cell %d at batch %d: TVM failed (%s); marked %s", arch_index, batch, last, failed)
             return None
         seconds = time.perf_counter() - start
         tmp = path.with_suffix(".tmp.npz")
