@@ -91,3 +91,14 @@ def test_an_estimator_from_another_cpu_warns_and_says_which(untrained_estimator,
     with caplog.at_level("WARNING", logger="tvm_cost.estimation.api"):
         estimate(SPEC, target=TARGET, checkpoint=path)
     assert "measured on" not in caplog.text
+
+
+def test_estimate_with_per_kernel_trees(tmp_path):
+    from tvm_cost.estimation.kernel_boost import KernelBoost
+
+    data = to_pyg(operator_graph(SPEC, target=TARGET))
+    data.node_ms = torch.linspace(0.01, 1.0, data.num_nodes).double()  # synthetic, to fit something
+    path = KernelBoost(rounds=5, members=2).fit([data]).save(tmp_path / "kb", schema=SCHEMA)
+    result = estimate(SPEC, target=TARGET, checkpoint=path)
+    assert len(result.subgraphs) == data.num_nodes and result.low_ms <= result.end_to_end_ms <= result.high_ms
+    assert sum(s.predicted_ms for s in result.subgraphs) == pytest.approx(result.end_to_end_ms, rel=1e-6)

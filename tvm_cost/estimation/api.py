@@ -1,17 +1,20 @@
 """`estimate`: a model's end-to-end latency on a target, predicted at compile time from its operator graph.
 
-import -> lower (TVM's passes) -> features -> the shipped `KernelSumNet` ensemble: each member predicts every
-fused kernel's latency in context; the estimate is their sum, the band is the members' spread, and the per-node
-predictions are the per-subgraph table.
+import -> lower (TVM's passes) -> features -> the shipped estimator (`KernelBoost` for llvm; a `KernelSumNet`
+ensemble where one is given): each member predicts every fused kernel's latency; the estimate is their sum, the
+band is the members' spread, and the per-node predictions are the per-subgraph table.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from tvm_cost.errors import TvmCostError
 
@@ -64,31 +67,50 @@ class Estimate:
 
 
 def estimator_checkpoint(target_name: str, checkpoint: str | Path | None = None) -> Path:
-    """The estimator for `target_name`: `checkpoint` if given, else the shipped one (nearest of the family)."""
+    """The estimator for `target_name`: `checkpoint` if given, else the shipped one (nearest of the family), a
+    `KernelBoost` (``.kernel_boost.json``) before a `KernelSumNet` (``.safetensors``)."""
+    from tvm_cost.estimation.kernel_boost import SUFFIX
     from tvm_cost.tuning.checkpoints import shipped_checkpoint
 
     if checkpoint is not None:
         return Path(checkpoint)
-    found = shipped_checkpoint(target_name, directory=ESTIMATOR_DIR)
-    if found is None:
-        shipped = sorted(p.stem for p in ESTIMATOR_DIR.glob("*.safetensors"))
-        raise TvmCostError(f"no end-to-end estimator for target {target_name} (shipped: {', '.join(shipped)}); "
-                           "train one with scripts/train_e2e_estimator.py and pass --checkpoint")
-    return found
+    for suffix in (SUFFIX, ".safetensors"):
+        found = shipped_checkpoint(target_name, directory=ESTIMATOR_DIR, suffix=suffix)
+        if found is not None:
+            return found
+    shipped = sorted(p.name.split(".")[0] for p in ESTIMATOR_DIR.glob("*.json"))
+    raise TvmCostError(f"no end-to-end estimator for target {target_name} (shipped: {', '.join(shipped)}); "
+                       "train one with scripts/train_e2e_estimator.py and pass --checkpoint")
 
 
-def load_estimator(path: str | Path) -> tuple[list[Any], dict[str, Any]]:
-    """The members of a `KernelSumNet` checkpoint (an ensemble or one model) and its metadata."""
+NodePredictor = Callable[[Any], np.ndarray]
+"""PyG graph -> predicted ms of each node, one row per ensemble member ([members, N])."""
+
+
+def load_estimator(path: str | Path) -> tuple[NodePredictor, dict[str, Any]]:
+    """The node predictor of an estimator checkpoint and its metadata: a `KernelBoost` (``.kernel_boost.json``)
+    or a `KernelSumNet` (``.safetensors``, an ensemble or one model)."""
+    import torch
+
+    from tvm_cost.estimation.kernel_boost import SUFFIX, KernelBoost
     from tvm_cost.features.schema import SCHEMA
     from tvm_cost.models import EnsembleModel, KernelSumNet
     from tvm_cost.train import load_checkpoint
 
+    if str(path).endswith(SUFFIX):
+        boost, meta = KernelBoost.load(path, schema=SCHEMA)
+        return boost.node_ms, meta
     model, meta = load_checkpoint(path, schema=SCHEMA)
     members = list(model.members) if isinstance(model, EnsembleModel) else [model]
     if not all(isinstance(m, KernelSumNet) for m in members):
         raise TvmCostError(f"not an end-to-end estimator ({meta.get('model_class')} of "
-                           f"{type(members[0]).__name__}); expected KernelSumNet", path=path)
-    return members, meta
+                           f"{type(members[0]).__name__}); expected KernelSumNet or KernelBoost", path=path)
+
+    def node_ms(data: Any) -> np.ndarray:
+        with torch.no_grad():
+            return torch.stack([m.node_log_ms(data).exp() for m in members]).double().numpy()
+
+    return node_ms, meta
 
 
 def estimate(
@@ -113,8 +135,6 @@ def estimate(
     Raises:
         TvmCostError: bad model, no estimator for the target, or a checkpoint of another feature schema.
     """
-    import torch
-
     from relay_passes.build import graph_from_lowered
     from relay_passes.lower import lower
     from tvm_cost.features.arrays import to_pyg
@@ -124,7 +144,7 @@ def estimate(
 
     resolved = resolve_target(target)
     path = estimator_checkpoint(resolved.name, checkpoint)
-    members, meta = load_estimator(path)
+    node_predictor, meta = load_estimator(path)
     measured_on = meta.get("extra", {}).get("measured_on")
     _warn_other_machine(measured_on, resolved, path)
     if not isinstance(model, ImportedModel):
@@ -139,8 +159,7 @@ def estimate(
                                batch_size=model.batch_size)
     data = to_pyg(graph)
     t2 = time.perf_counter()
-    with torch.no_grad():
-        node_ms = torch.stack([m.node_log_ms(data).exp() for m in members]).double()
+    node_ms = node_predictor(data)
     t3 = time.perf_counter()
     sums = node_ms.sum(1)
     per_node = node_ms.mean(0)

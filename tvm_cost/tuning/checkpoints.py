@@ -26,8 +26,8 @@ def target_name(target: Any) -> str:
     return resolve_target(target).name
 
 
-def shipped_checkpoint(name: str, *, directory: Path | None = None) -> Path | None:
-    """The shipped checkpoint for target `name`, or None.
+def shipped_checkpoint(name: str, *, directory: Path | None = None, suffix: str = ".safetensors") -> Path | None:
+    """The shipped checkpoint (``<name><suffix>``) for target `name`, or None.
 
     An exact name match wins; otherwise the closest one of the same family (``llvm-*`` or ``cuda-*``; for CPUs the
     nearest core count) is used with a warning, since the target descriptors are model inputs and a neighbour
@@ -35,20 +35,20 @@ def shipped_checkpoint(name: str, *, directory: Path | None = None) -> Path | No
     """
     directory = CHECKPOINT_DIR if directory is None else directory
     for alias in (name, re.sub(r"(\d)a$", r"\1", name)):  # cuda-sm90a (the H100 tag) -> cuda-sm90
-        exact = directory / f"{alias}.safetensors"
+        exact = directory / f"{alias}{suffix}"
         if exact.is_file():
             return exact
     family = name.split("-", 1)[0]
-    found = sorted(directory.glob(f"{family}-*.safetensors")) if directory.is_dir() else []
+    found = sorted(directory.glob(f"{family}-*{suffix}")) if directory.is_dir() else []
     if not found:
         return None
 
     def distance(path: Path) -> tuple[float, str]:
-        digits = "".join(ch for ch in path.stem if ch.isdigit())
+        digits = "".join(ch for ch in path.name.removesuffix(suffix) if ch.isdigit())
         mine = "".join(ch for ch in name if ch.isdigit())
         gap = abs(int(digits) - int(mine)) if digits and mine else float("inf")
-        return gap, path.stem
+        return gap, path.name
 
     best = min(found, key=distance)
-    log.warning("no shipped GNN checkpoint for target %s; using the one for %s", name, best.stem)
+    log.warning("no shipped checkpoint for target %s; using the one for %s", name, best.name.removesuffix(suffix))
     return best

@@ -1,0 +1,118 @@
+"""`KernelBoost`: each fused kernel's latency from its own features by gradient-boosted trees; the model's latency
+is their sum.
+
+The kernel level of the survey seed's hierarchy, trained on per-kernel times (``measure-e2e --per-kernel``): a
+model of 30 kernels gives 30 labels, so 300 measured configurations teach it from ~10,000 kernels instead of 300
+end-to-end times. Trees do not extrapolate past the kernels they saw, which on held-out model families is the
+safer failure (see docs/e2e.md). A few members with different seeds (row and column subsampling) give the
+uncertainty band.
+
+Saved as XGBoost's own JSON model files plus a metadata JSON (feature schema, members, sha256 of each file), so
+loading runs no code.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tvm_cost.errors import TvmCostError
+
+FORMAT = "tvm-cost-kernel-boost"
+FORMAT_VERSION = 1
+SUFFIX = ".kernel_boost.json"
+"""Metadata file of a saved `KernelBoost`: ``<name>.kernel_boost.json``; members: ``<name>.member<i>.xgb.ubj``
+(XGBoost's UBJSON model format)."""
+
+
+def node_rows(item: Any) -> np.ndarray:
+    """One row per node: its feature columns, then the graph's globals (the same for every node)."""
+    x = item.x.numpy()
+    u = item.u.numpy().reshape(1, -1) if getattr(item, "u", None) is not None else np.zeros((1, 0), x.dtype)
+    return np.concatenate([x, np.repeat(u, x.shape[0], axis=0)], axis=1)
+
+
+class KernelBoost:
+    """Per-kernel XGBoost regression of log ms; `members` boosters from seeds ``seed .. seed + members - 1``."""
+
+    PARAMS = {"max_depth": 6, "eta": 0.05, "subsample": 0.8, "colsample_bytree": 0.8, "nthread": 1,
+              "objective": "reg:squarederror"}
+    MIN_NODE_MS = 1e-3
+
+    def __init__(self, *, seed: int = 0, rounds: int = 600, members: int = 1) -> None:
+        self.seed, self.rounds, self.members = seed, rounds, members
+        self.boosters: list[Any] = []
+
+    def fit(self, items: Sequence[Any]) -> KernelBoost:
+        """Train on the nodes of `items` whose `node_ms` is known (finite)."""
+        import xgboost as xgb
+
+        rows = np.concatenate([node_rows(d) for d in items])
+        ms = np.concatenate([d.node_ms.numpy() for d in items])
+        known = np.isfinite(ms)
+        if not known.any():
+            raise TvmCostError("no node has a measured time (node_ms); measure with `measure-e2e --per-kernel`")
+        data = xgb.DMatrix(rows[known], label=np.log(np.maximum(ms[known], self.MIN_NODE_MS)))
+        self.boosters = [xgb.train({**self.PARAMS, "seed": self.seed + i}, data, num_boost_round=self.rounds)
+                         for i in range(self.members)]
+        return self
+
+    def node_ms(self, item: Any) -> np.ndarray:
+        """Predicted ms of each node, one row per member. Shapes: -> [members, N]."""
+        import xgboost as xgb
+
+        data = xgb.DMatrix(node_rows(item))
+        return np.exp(np.stack([b.predict(data) for b in self.boosters]))
+
+    def predict(self, items: Sequence[Any]) -> np.ndarray:
+        """End-to-end ms of each item: the members' mean of the summed node predictions."""
+        return np.array([self.node_ms(d).sum(1).mean() for d in items])
+
+    def save(self, path: str | Path, *, schema: Any, extra: dict[str, Any] | None = None) -> Path:
+        """Write ``<path>.kernel_boost.json`` (metadata) and ``<path>.member<i>.xgb.ubj``; returns the first."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        files = []
+        for i, booster in enumerate(self.boosters):
+            member = path.with_name(f"{path.name}.member{i}.xgb.ubj")
+            booster.save_model(str(member))
+            files.append({"file": member.name, "sha256": hashlib.sha256(member.read_bytes()).hexdigest()})
+        meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "model_class": "KernelBoost",
+                "feature_schema": {"name": schema.name, "version": schema.version, "hash": schema.hash},
+                "params": self.PARAMS, "rounds": self.rounds, "seed": self.seed, "members": files,
+                "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "extra": extra or {}}
+        out = path.with_name(path.name + SUFFIX)
+        out.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+        return out
+
+    @classmethod
+    def load(cls, path: str | Path, *, schema: Any) -> tuple[KernelBoost, dict[str, Any]]:
+        """A saved `KernelBoost` and its metadata; a missing, altered or other-schema file is refused in one line."""
+        import xgboost as xgb
+
+        path = Path(path)
+        try:
+            meta = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise TvmCostError(f"cannot read estimator metadata ({err})", path=path) from err
+        if meta.get("format") != FORMAT:
+            raise TvmCostError(f"not a {FORMAT} file (format {meta.get('format')!r})", path=path)
+        got = meta.get("feature_schema", {}).get("hash")
+        if got != schema.hash:
+            raise TvmCostError(f"feature schema hash {got} does not match this version's {schema.hash}; retrain it",
+                               path=path)
+        model = cls(seed=int(meta["seed"]), rounds=int(meta["rounds"]), members=len(meta["members"]))
+        for member in meta["members"]:
+            file = path.parent / member["file"]
+            if not file.is_file() or hashlib.sha256(file.read_bytes()).hexdigest() != member["sha256"]:
+                raise TvmCostError(f"member {member['file']} is missing or does not match its sha256", path=path)
+            booster = xgb.Booster()
+            booster.load_model(str(file))
+            model.boosters.append(booster)
+        return model, meta
