@@ -9,6 +9,7 @@ import numpy as np
 
 from tvm_cost.data.splits import Split
 from tvm_cost.estimation.baselines import BoostedAggregates, LinearFlopsBytes
+from tvm_cost.estimation.hierarchical import train_hierarchical
 from tvm_cost.estimation.kernel_boost import KernelBoost
 from tvm_cost.train.metrics import mape, share_within, spearman
 
@@ -74,8 +75,9 @@ def run_experiment(items: Sequence[Any], split: Split, *, seed: int = 0, epochs:
     """Train every model on `split.train` (GNNs early-stop on `split.val`), score all on `split.test`.
 
     Items with `node_ms` (per-kernel times; NaN where only the end-to-end time is known) also train the
-    hierarchical `KernelSumNet` ("kernel_sum") and the per-kernel trees `KernelBoost` ("kernel_boost", on the
-    nodes of train + val). `task_sums` (spec -> TVM's sum-of-tasks estimate in ms,
+    hierarchical `KernelSumNet` ("kernel_sum"), the per-kernel trees `KernelBoost` ("kernel_boost", on the
+    nodes of train + val) and the `KernelSumNet` fed the trees' predictions ("kernel_sum_hierarchical",
+    `tvm_cost.estimation.hierarchical`). `task_sums` (spec -> TVM's sum-of-tasks estimate in ms,
     `tvm_cost.estimation.task_sum`) adds that baseline, scored on the test items it covers.
 
     Returns:
@@ -95,6 +97,8 @@ def run_experiment(items: Sequence[Any], split: Split, *, seed: int = 0, epochs:
         model = train_kernel_sum_model(train, val, seed=seed, epochs=epochs)
         results["kernel_sum"] = score_predictions(true, predict_latency_ms(model, test))
         results["kernel_boost"] = score_predictions(true, KernelBoost(seed=seed).fit(train + val).predict(test))
+        model, augment = train_hierarchical(latency_only(train), latency_only(val), seed=seed, epochs=epochs)
+        results["kernel_sum_hierarchical"] = score_predictions(true, predict_latency_ms(model, augment(test)))
     if task_sums:
         covered = [i for i, d in enumerate(test) if d.spec in task_sums]
         results["tvm_task_sum"] = score_predictions(true[covered],
