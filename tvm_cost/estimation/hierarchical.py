@@ -2,8 +2,9 @@
 
 The survey seed's lesson (a high-level predictor improves when it takes low-level predictions as inputs): each
 node gets one more column, log of `KernelBoost`'s predicted ms for that kernel, and the GNN
-(`ResidualKernelSumNet`) learns in graph context a correction to it. Training graphs get out-of-fold predictions (trees fitted without that graph), or
-the GNN would learn to copy predictions that are only that good on data the trees have seen.
+(`ResidualKernelSumNet`) learns in graph context a correction to it. Training graphs get out-of-fold predictions
+(trees fitted without that graph), or the GNN would learn to copy predictions that are only that good on data
+the trees have seen.
 """
 
 from __future__ import annotations
