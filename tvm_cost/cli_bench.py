@@ -43,8 +43,8 @@ def _bench_kernel(args: argparse.Namespace) -> None:
 
     from tvm_cost.collect.fast import make_builder, make_runner, preload_tensor_intrinsics
     from tvm_cost.errors import TvmCostError
-    from tvm_cost.tuning.bench import BENCH_KINDS, RunStore, held_out_tasks, plot_curves, run_bench, summarize, \
-        workload_hashes
+    from tvm_cost.tuning.bench import BENCH_KINDS, BenchRun, RunStore, held_out_tasks, plot_curves, run_bench, \
+        summarize, workload_hashes
     from tvm_cost.tuning.tune import _tvm_target
 
     console = Console(width=None if sys.stdout.isatty() else 200)
@@ -73,9 +73,8 @@ def _bench_kernel(args: argparse.Namespace) -> None:
         with Progress(*columns, console=console) as bar:
             job = bar.add_task("bench", total=len(tasks) * len(seeds) * len(kinds))
 
-            def on_run(run: object, label: str) -> None:
-                best = getattr(run, "best_curve", None)
-                note = "stored" if run is None else f"best {best()[-1]:.4f} ms in {run.wall_s:.0f} s"  # type: ignore
+            def on_run(run: BenchRun | None, label: str) -> None:
+                note = "stored" if run is None else f"best {run.best_curve()[-1]:.4f} ms in {run.wall_s:.0f} s"
                 bar.update(job, advance=1, description=f"{label}: {note}")
 
             runs = run_bench(tasks, kinds, seeds, store=store, target=target, max_trials=budgets[-1], on_run=on_run,

@@ -21,7 +21,8 @@ from tvm_cost.errors import TvmCostError
 log = logging.getLogger(__name__)
 
 ESTIMATOR_DIR = Path(__file__).resolve().parent.parent / "checkpoints" / "e2e"
-"""Shipped end-to-end estimators: ``<target name>.safetensors`` + ``.json``."""
+"""Shipped end-to-end estimators: ``<target name>.kernel_boost.json`` + members (`KernelBoost`), or
+``<target name>.safetensors`` + ``.json`` (`KernelSumNet`)."""
 
 
 @dataclass
@@ -78,7 +79,7 @@ def estimator_checkpoint(target_name: str, checkpoint: str | Path | None = None)
         found = shipped_checkpoint(target_name, directory=ESTIMATOR_DIR, suffix=suffix)
         if found is not None:
             return found
-    shipped = sorted(p.name.split(".")[0] for p in ESTIMATOR_DIR.glob("*.json"))
+    shipped = sorted({p.name.split(".")[0] for p in ESTIMATOR_DIR.glob("*.json")})
     raise TvmCostError(f"no end-to-end estimator for target {target_name} (shipped: {', '.join(shipped)}); "
                        "train one with scripts/train_e2e_estimator.py and pass --checkpoint")
 

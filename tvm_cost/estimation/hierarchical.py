@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from tvm_cost.estimation.kernel_boost import KernelBoost
-from tvm_cost.models.kernel_sum import KernelSumNet, node_targets
+from tvm_cost.models.kernel_sum import MIN_NODE_MS, KernelSumNet, node_targets
 
 
 class ResidualKernelSumNet(KernelSumNet):
@@ -46,7 +46,7 @@ class ResidualKernelSumNet(KernelSumNet):
 def with_kernel_column(item: Any, node_ms: np.ndarray) -> Any:
     """A copy of `item` whose `x` gains a last column: log of `node_ms` (predicted ms per node)."""
     out = item.clone()
-    column = torch.from_numpy(np.log(np.maximum(node_ms, KernelBoost.MIN_NODE_MS))).to(item.x.dtype)
+    column = torch.from_numpy(np.log(np.maximum(node_ms, MIN_NODE_MS))).to(item.x.dtype)
     out.x = torch.cat([item.x, column.reshape(-1, 1)], dim=1)
     return out
 

@@ -7,8 +7,8 @@ end-to-end times. Trees do not extrapolate past the kernels they saw, which on h
 safer failure (see docs/e2e.md). A few members with different seeds (row and column subsampling) give the
 uncertainty band.
 
-Saved as XGBoost's own JSON model files plus a metadata JSON (feature schema, members, sha256 of each file), so
-loading runs no code.
+Saved as XGBoost's own model files (UBJSON) plus a metadata JSON (feature schema, members, sha256 of each file),
+so loading runs no code.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from tvm_cost.errors import TvmCostError
+from tvm_cost.models.kernel_sum import node_targets
 
 FORMAT = "tvm-cost-kernel-boost"
 FORMAT_VERSION = 1
@@ -43,22 +44,21 @@ class KernelBoost:
 
     PARAMS = {"max_depth": 6, "eta": 0.05, "subsample": 0.8, "colsample_bytree": 0.8, "nthread": 1,
               "objective": "reg:squarederror"}
-    MIN_NODE_MS = 1e-3
 
     def __init__(self, *, seed: int = 0, rounds: int = 600, members: int = 1) -> None:
         self.seed, self.rounds, self.members = seed, rounds, members
         self.boosters: list[Any] = []
 
     def fit(self, items: Sequence[Any]) -> KernelBoost:
-        """Train on the nodes of `items` whose `node_ms` is known (finite)."""
+        """Train on the nodes of `items` whose `node_ms` is known (finite), on `node_targets` (floored log ms)."""
         import xgboost as xgb
 
         rows = np.concatenate([node_rows(d) for d in items])
-        ms = np.concatenate([d.node_ms.numpy() for d in items])
-        known = np.isfinite(ms)
+        log_ms = np.concatenate([node_targets(d).numpy() for d in items])
+        known = np.isfinite(log_ms)
         if not known.any():
             raise TvmCostError("no node has a measured time (node_ms); measure with `measure-e2e --per-kernel`")
-        data = xgb.DMatrix(rows[known], label=np.log(np.maximum(ms[known], self.MIN_NODE_MS)))
+        data = xgb.DMatrix(rows[known], label=log_ms[known])
         self.boosters = [xgb.train({**self.PARAMS, "seed": self.seed + i}, data, num_boost_round=self.rounds)
                          for i in range(self.members)]
         return self
