@@ -91,7 +91,8 @@ def _collect(args: argparse.Namespace) -> None:
         models=models, target=args.target, out_root=args.out_root, out_name=args.out_name, trials_per_task=args.trials_per_task,
         random_fraction=args.random_fraction, batch_size=args.batch_size, seed=args.seed,
         measure=not args.build_only, builder=args.builder, rpc_tracker=args.rpc_tracker, rpc_key=args.rpc_key,
-        time_budget_s=args.time_budget_s, max_tasks=args.max_tasks, progress=True, repeat=args.repeat,
+        time_budget_s=args.time_budget_s, max_tasks=args.max_tasks, max_flop=args.max_flop, progress=True,
+        repeat=args.repeat,
         min_repeat_ms=args.min_repeat_ms, command=" ".join(sys.argv))
     Console().print_json(data=summary)
 
@@ -178,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--build-only", action="store_true", help="build the candidates, do not run them (no GPU)")
     p.add_argument("--time-budget-s", type=float, help="stop cleanly before exceeding this many seconds")
     p.add_argument("--max-tasks", type=int, help="collect at most this many tasks")
+    p.add_argument("--max-flop", type=float, help="skip tasks above this many FLOPs a call (more records/s)")
     p.set_defaults(func=_collect)
 
     p = sub.add_parser("tune", help="tune a model's kernels with MetaSchedule, guided by a cost model")

@@ -67,3 +67,15 @@ def test_a_folder_measured_on_another_cpu_is_refused(tmp_path):
     # the same data under another name is a fresh folder
     with pytest.raises(TvmCostError, match="no tunable tasks|Some Other"):
         run_collect(models=[], target=LLVM, out_root=tmp_path, out_name="llvm-2core-here")
+
+
+def test_max_flop_skips_large_tasks_and_names_the_option(tmp_path):
+    """--max-flop below every task's FLOPs leaves nothing to collect: a one-line error, nothing written."""
+    import pytest
+
+    from tvm_cost.collect import run_collect
+    from tvm_cost.errors import TvmCostError
+
+    with pytest.raises(TvmCostError, match=r"at most 1 FLOPs \(--max-flop\)"):
+        run_collect(models=["zoo:mlp,width=8,depth=1,in_features=8"], target=LLVM, out_root=tmp_path, max_flop=1)
+    assert not any(tmp_path.rglob("database_tuning_record.json"))

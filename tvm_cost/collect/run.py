@@ -92,6 +92,7 @@ def run_collect(
     population_size: int = 128,
     time_budget_s: float | None = None,
     max_tasks: int | None = None,
+    max_flop: float | None = None,
     progress: bool | Callable[[dict[str, Any]], None] = False,
     command: str | None = None,
     all_intrinsics: bool = False,
@@ -126,6 +127,8 @@ def run_collect(
         population_size: Evolutionary-search population.
         time_budget_s: Stop cleanly before exceeding this many seconds of collection.
         max_tasks: Only the first this-many tasks (after deduplication).
+        max_flop: Skip tasks above this many FLOPs a call: a large kernel's bad candidates run for seconds each,
+            so skipping them multiplies records/s (``tasks.json`` still lists every extracted task).
         progress: True for a rich progress bar on stderr, or a callback receiving a dict per batch.
         command: Command line for the manifest; defaults to this process's.
         all_intrinsics: Import every tensor intrinsic (21-66 s) instead of the target's own
@@ -159,9 +162,13 @@ def run_collect(
                            time_budget_s=time_budget_s, search_threads=builder_workers)
     config.phase_targets()  # validates random_fraction
     evaluator = EvaluatorConfig(number=number, repeat=repeat, min_repeat_ms=min_repeat_ms)
-    tasks = extract_tasks(import_models(models), tvm_target)
+    tasks = all_tasks = extract_tasks(import_models(models), tvm_target)
     if interleave:
         tasks = interleave_families(tasks)
+    if max_flop is not None:
+        tasks = [t for t in tasks if t.flop <= max_flop]
+        if not tasks:
+            raise TvmCostError(f"no task of the models has at most {max_flop:g} FLOPs (--max-flop)")
     if max_tasks is not None:
         tasks = tasks[:max_tasks]
     if not tasks:
@@ -181,7 +188,7 @@ def run_collect(
     summary: dict[str, Any] = {}
     try:
         if store is not None:
-            write_tasks_json(out_dir, tasks)
+            write_tasks_json(out_dir, all_tasks)
         with rich_progress(progress) as callback:
             summary = collect(tasks, target=tvm_target, store=store, builder=bld, runner=runner, config=config,
                               progress=callback)
