@@ -5,11 +5,19 @@
 - update(): one batch of the task's measured candidates with their measured ``run_secs``; `XGBModel` as TVM ships
   it (retrains only when its data grew by a fifth) and one that retrains on every update ("xgb-retrain").
 
+- in a tune (``--tune-trials N``): the seconds each model spends in predict() and update() during a real
+  evolutionary search of the same task (TVM's defaults: population 2,048, 4 genetic iterations), driven by
+  MetaSchedule's DummyBuilder/DummyRunner (their run_secs are random, not measurements; they only move the loop).
+  Here the GNN's graph cache counts: the search scores about a fifth of its candidates again in later rounds, and
+  update() receives candidates predict() has already featurized.
+
 Both models start as a tune would: `XGBModel` already holds the measured records of every other task of the data
 folder (TVM retrains its booster on all of them in `update`), `GNNCostModel` loads its shipped checkpoint. One
-thread each (torch intra-op, xgboost ``nthread``).
+thread each (torch intra-op, xgboost ``nthread``). The per-call timings start each repeat with an empty graph
+cache (cold), so they are what one call costs on candidates never seen.
 
-    python scripts/bench_cost_model_overhead.py --data /tmp/kdata/llvm-1core --candidates 2048 --repeat 3
+    python scripts/bench_cost_model_overhead.py --data /tmp/kdata/llvm-1core --candidates 2048 --repeat 3 \
+        --tune-trials 64
 """
 
 from __future__ import annotations
@@ -66,12 +74,61 @@ def resampled(mod: Any, measured: list[Any], count: int) -> list[Any]:
     return out
 
 
+def in_tune_seconds(mod: Any, target: Any, models: dict[str, Any], *, trials: int, seed: int = 0
+                    ) -> dict[str, dict[str, float]]:
+    """Seconds spent in each model's predict() and update() during one DummyRunner tune of `mod` per model."""
+    import tempfile
+
+    from tvm.ir.utils import derived_object
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.s_tir.meta_schedule.cost_model import PyCostModel
+    from tvm.s_tir.meta_schedule.testing.dummy_object import DummyBuilder, DummyRunner
+
+    @derived_object
+    class Timed(PyCostModel):
+        def __init__(self, inner: Any) -> None:
+            self.inner, self.seconds = inner, {"predict_s": 0.0, "update_s": 0.0, "predict_calls": 0,
+                                               "candidates_scored": 0}
+
+        def load(self, path: str) -> None:
+            self.inner.load(path)
+
+        def save(self, path: str) -> None:
+            self.inner.save(path)
+
+        def update(self, context: Any, candidates: Any, results: Any) -> None:
+            t0 = time.perf_counter()
+            self.inner.update(context, candidates, results)
+            self.seconds["update_s"] += time.perf_counter() - t0
+
+        def predict(self, context: Any, candidates: Any) -> Any:
+            t0 = time.perf_counter()
+            out = self.inner.predict(context, candidates)
+            self.seconds["predict_s"] += time.perf_counter() - t0
+            self.seconds["predict_calls"] += 1
+            self.seconds["candidates_scored"] += len(candidates)
+            return out
+
+    spent = {}
+    for name, model in models.items():
+        timed = Timed(model)
+        with tempfile.TemporaryDirectory() as work_dir:
+            ms.tune_tir(mod, target=target, work_dir=work_dir, max_trials_global=trials, num_trials_per_iter=16,
+                        builder=DummyBuilder(), runner=DummyRunner(), cost_model=timed, seed=seed,
+                        strategy=ms.search_strategy.EvolutionarySearch(),
+                        measure_callbacks=[ms.measure_callback.AddToDatabase(), ms.measure_callback.UpdateCostModel()])
+        spent[name] = dict(timed.seconds)
+    return spent
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, help="a tuning-log folder (a snapshot of tuning_logs/llvm-1core)")
     parser.add_argument("--task-name", help="substring of the task name to pick (default: most records)")
     parser.add_argument("--candidates", type=int, default=2048)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--tune-trials", type=int, default=0,
+                        help="also time both models inside a DummyRunner tune of this many trials")
     parser.add_argument("--json", help="write the timings as JSON")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -83,6 +140,7 @@ def main() -> None:
     from tvm_cost.features.schema import NUM_STORE_FEATURES
     from tvm_cost.tuning import GNNCostModel, GNNCostModelConfig, make_xgb
     from tvm_cost.tuning.offline import load_kernel_dataset
+    from tvm_cost.tuning.replay import CandidateFeaturizer
     from tvm_cost.tuning.xgb import seed_xgb
 
     torch.set_num_threads(1)
@@ -106,12 +164,14 @@ def main() -> None:
     models = {"gnn": gnn, "xgb": xgb, "xgb-retrain": xgb_retrain}
     timings: dict[str, dict[str, list[float]]] = {name: {"predict_s": [], "update_s": []} for name in models}
     for _ in range(args.repeat):
+        gnn.featurizer = CandidateFeaturizer()  # cold: these candidates were never seen
         for name in ("gnn", "xgb"):  # xgb-retrain predicts exactly like xgb
             t0 = time.perf_counter()
             scores = models[name].predict(context, candidates)
             timings[name]["predict_s"].append(time.perf_counter() - t0)
             assert len(scores) == len(candidates)
     for _ in range(args.repeat):
+        gnn.featurizer = CandidateFeaturizer()
         for name, model in models.items():
             t0 = time.perf_counter()
             model.update(context, measured, results)
@@ -132,6 +192,21 @@ def main() -> None:
     ratio = report["ratio_gnn_over_xgb"]
     print(f"{'gnn/xgb':12}{ratio['predict_s']:>13.2f}x{ratio['update_s']:>13.2f}x   (median of {args.repeat}); "
           f"gnn/xgb-retrain update {median['gnn']['update_s'] / median['xgb-retrain']['update_s']:.2f}x")
+    if args.tune_trials:
+        fresh_xgb = make_xgb(num_threads=1)
+        seed_xgb(fresh_xgb, other_tasks)
+        fresh_gnn = GNNCostModel(target=target, config=GNNCostModelConfig(num_threads=1))
+        tune = in_tune_seconds(mod, target, {"gnn": fresh_gnn, "xgb": fresh_xgb}, trials=args.tune_trials)
+        tune["gnn"]["graph_cache"] = fresh_gnn.describe()["graph_cache"]
+        report["in_tune"] = {"trials": args.tune_trials, "seconds": tune,
+                             "ratio_gnn_over_xgb": {k: tune["gnn"][k] / tune["xgb"][k]
+                                                    for k in ("predict_s", "update_s")}}
+        print(f"in a tune of {args.tune_trials} trials (DummyRunner, population 2048):")
+        for name, t in tune.items():
+            print(f"{name:12}{t['predict_s']:>14.3f}{t['update_s']:>14.3f}   {t['predict_calls']} predict calls, "
+                  f"{t['candidates_scored']} candidates scored")
+        r = report["in_tune"]["ratio_gnn_over_xgb"]
+        print(f"{'gnn/xgb':12}{r['predict_s']:>13.2f}x{r['update_s']:>13.2f}x   graph cache {tune['gnn']['graph_cache']}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(report, f, indent=1)

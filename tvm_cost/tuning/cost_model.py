@@ -245,7 +245,8 @@ class GNNCostModel(PyCostModel):
         """Where the weights came from and what the model has learnt in this tune."""
         return {"source": self.source, "trained": self.trained, "mode": self.mode, "target": self.target_name,
                 "fallback_reason": self.fallback_reason, "updates": self.updates,
-                "buffered": len(self.buffer), "tasks": len(self.buffer.tasks)}
+                "buffered": len(self.buffer), "tasks": len(self.buffer.tasks),
+                "graph_cache": {"hits": self.featurizer.hits, "misses": self.featurizer.misses}}
 
     # -- internals ---------------------------------------------------------------------------------------------
     def _predict_log(self, context: Any, candidates: Sequence[Any], *, samples: int

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,19 +34,30 @@ def task_key(context: Any) -> str:
 
 
 class CandidateFeaturizer:
-    """Program graphs of a task's candidates, with the task's global features `u` computed once per task.
+    """Program graphs of a task's candidates, cached by the structural hash of each scheduled module.
+
+    Evolutionary search scores about a fifth of its candidates again in a later round (parents kept unmutated,
+    the database's best re-entering each population), and `update` receives candidates that `predict` has already
+    scored: the cache skips PerStoreFeature and the program walk for all of those. The task's global features `u`
+    are computed once per task.
 
     Args:
         target_spec: Target for the descriptors in `u` (`tvm_cost.targets.resolve_target`); None: each
             context's own target.
+        cache_size: Graphs kept (least recently used dropped first); 0 turns the cache off.
     """
 
-    def __init__(self, target_spec: Any = None) -> None:
+    def __init__(self, target_spec: Any = None, *, cache_size: int = 16384) -> None:
         self.target_spec = target_spec
+        self.cache_size = cache_size
+        self.hits = self.misses = 0
         self._u: dict[str, np.ndarray] = {}
+        self._cache: OrderedDict[tuple[str, int], Graph] = OrderedDict()
 
     def graphs(self, context: Any, candidates: Sequence[Any]) -> list[Graph]:
         """One graph per candidate (a candidate without any store gets a single all-zero node)."""
+        from tvm_ffi import structural_hash
+
         from tvm_cost.features.program_graph import program_graphs, workload_globals
 
         if not candidates:
@@ -56,11 +68,28 @@ class CandidateFeaturizer:
         key = task_key(context)
         if key not in self._u:
             self._u[key] = workload_globals(context.mod, target_spec=spec)
-        graphs = program_graphs(context, list(candidates), target_spec=spec, u=self._u[key])
-        for g in graphs:
+        keys = [(key, int(structural_hash(c.sch.mod))) for c in candidates]
+        new: dict[tuple[str, int], int] = {}  # first index of each module not cached
+        for i, k in enumerate(keys):
+            if k not in self._cache and k not in new:
+                new[k] = i
+        fresh = program_graphs(context, [candidates[i] for i in new.values()], target_spec=spec,
+                               u=self._u[key]) if new else []
+        self.hits += len(keys) - len(new)
+        self.misses += len(new)
+        found = {k: self._cache[k] for k in keys if k in self._cache}
+        for k, g in zip(new, fresh, strict=True):
             if g["x"].shape[0] == 0:
                 g["x"] = np.zeros((1, g["x"].shape[1]), np.float32)
-        return graphs
+            found[k] = g
+            if self.cache_size > 0:
+                self._cache[k] = g
+        for k in found:
+            if k in self._cache:
+                self._cache.move_to_end(k)
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+        return [dict(found[k]) for k in keys]
 
 
 class ReplayBuffer:

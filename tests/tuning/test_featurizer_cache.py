@@ -1,0 +1,94 @@
+"""`CandidateFeaturizer` caches program graphs by scheduled module: same arrays, each module walked once."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tvm_cost.features.program_graph as program_graph
+from tvm_cost.tuning.replay import CandidateFeaturizer
+
+
+def counting(monkeypatch) -> list[int]:
+    """Record how many candidates each `program_graphs` call featurizes."""
+    sizes: list[int] = []
+    real = program_graph.program_graphs
+
+    def spy(context, candidates, **kwargs):
+        sizes.append(len(candidates))
+        return real(context, candidates, **kwargs)
+
+    monkeypatch.setattr(program_graph, "program_graphs", spy)
+    return sizes
+
+
+def distinct(candidates: list) -> list:
+    """The candidates with distinct scheduled modules (the fixture's sampled tiles repeat)."""
+    from tvm_ffi import structural_hash
+
+    seen: dict[int, object] = {}
+    for cand in candidates:
+        seen.setdefault(int(structural_hash(cand.sch.mod)), cand)
+    return list(seen.values())
+
+
+def assert_same_graphs(a: list[dict], b: list[dict]) -> None:
+    assert len(a) == len(b)
+    for ga, gb in zip(a, b, strict=True):
+        assert ga.keys() == gb.keys()
+        for key in ga:
+            np.testing.assert_array_equal(ga[key], gb[key])
+
+
+@pytest.fixture(scope="module")
+def distinct_task():
+    """A task's context and 12 candidates with distinct scheduled modules (sampled tiles repeat across seeds)."""
+    from conftest import make_task
+
+    context, candidates, _ = make_task(count=40)
+    assert len(distinct(candidates)) >= 12
+    return context, distinct(candidates)[:12]
+
+
+def test_cached_graphs_equal_fresh_ones_and_repeats_are_not_walked(distinct_task, monkeypatch):
+    context, candidates = distinct_task
+    uncached = CandidateFeaturizer(cache_size=0).graphs(context, candidates)
+    sizes = counting(monkeypatch)
+    featurizer = CandidateFeaturizer()
+    first = featurizer.graphs(context, candidates[:8])
+    # a later call with 4 known candidates, one of them twice, and 4 new ones: only the new ones are walked
+    mixed = [candidates[2], *candidates[8:], candidates[5], candidates[2], candidates[7]]
+    second = featurizer.graphs(context, mixed)
+    assert sizes == [8, 4]
+    assert (featurizer.hits, featurizer.misses) == (4, 12)
+    assert_same_graphs(first, uncached[:8])
+    assert_same_graphs(second, [uncached[i] for i in (2, 8, 9, 10, 11, 5, 2, 7)])
+
+
+def test_duplicates_within_one_call_are_walked_once(distinct_task, monkeypatch):
+    context, candidates = distinct_task
+    sizes = counting(monkeypatch)
+    graphs = CandidateFeaturizer().graphs(context, [candidates[0], candidates[1], candidates[0]])
+    assert sizes == [2]
+    assert_same_graphs(graphs[:1], graphs[2:])
+
+
+def test_cache_is_bounded_and_forgets_the_least_recently_used(distinct_task, monkeypatch):
+    context, candidates = distinct_task
+    sizes = counting(monkeypatch)
+    featurizer = CandidateFeaturizer(cache_size=3)
+    featurizer.graphs(context, candidates[:3])
+    featurizer.graphs(context, [candidates[0]])  # 0 is now the most recent; 1 the least
+    featurizer.graphs(context, [candidates[3]])  # evicts 1
+    featurizer.graphs(context, [candidates[0], candidates[2], candidates[3], candidates[1]])
+    assert sizes == [3, 1, 1]
+    assert len(featurizer._cache) == 3  # noqa: SLF001
+
+
+def test_returned_graphs_can_be_changed_without_touching_the_cache(distinct_task):
+    context, candidates = distinct_task
+    featurizer = CandidateFeaturizer()
+    graph = featurizer.graphs(context, candidates[:1])[0]
+    graph["x"] = graph["x"] * 0 + 7
+    np.testing.assert_array_equal(featurizer.graphs(context, candidates[:1])[0]["x"],
+                                  CandidateFeaturizer(cache_size=0).graphs(context, candidates[:1])[0]["x"])
