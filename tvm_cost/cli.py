@@ -79,14 +79,27 @@ def _measure_e2e(args: argparse.Namespace) -> None:
 def _collect(args: argparse.Namespace) -> None:
     from rich.console import Console
 
-    from tvm_cost.collect import run_collect
+    from tvm_cost.collect import run_collect, run_remeasure
     from tvm_cost.zoo import sample_configs, to_spec
 
     models = list(args.models)
     if args.sample:
         models += [to_spec(cfg.pop("name"), cfg) for cfg in sample_configs(args.family, args.sample, args.seed)]
-    if not models:
-        raise SystemExit("tvm-cost collect: give MODEL arguments or --sample N")
+    if not models and not args.remeasure:
+        raise SystemExit("tvm-cost collect: give MODEL arguments, --sample N or --remeasure K")
+    if models:
+        _run_collect(args, models)
+    if args.remeasure:
+        noise = run_remeasure(target=args.target, out_root=args.out_root, out_name=args.out_name, k=args.remeasure,
+                              seed=args.seed, times=args.remeasure_times, command=" ".join(sys.argv))
+        Console().print_json(data={"noise": noise})
+
+
+def _run_collect(args: argparse.Namespace, models: list[str]) -> None:
+    from rich.console import Console
+
+    from tvm_cost.collect import run_collect
+
     summary = run_collect(
         models=models, target=args.target, out_root=args.out_root, out_name=args.out_name, trials_per_task=args.trials_per_task,
         random_fraction=args.random_fraction, batch_size=args.batch_size, seed=args.seed,
@@ -180,6 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--time-budget-s", type=float, help="stop cleanly before exceeding this many seconds")
     p.add_argument("--max-tasks", type=int, help="collect at most this many tasks")
     p.add_argument("--max-flop", type=float, help="skip tasks above this many FLOPs a call (more records/s)")
+    p.add_argument("--remeasure", type=int, default=0, metavar="K",
+                   help="then re-time K random records of the folder and write noise.json (alone: no collection)")
+    p.add_argument("--remeasure-times", type=int, default=5, help="timings per re-measured record")
     p.set_defaults(func=_collect)
 
     p = sub.add_parser("tune", help="tune a model's kernels with MetaSchedule, guided by a cost model")

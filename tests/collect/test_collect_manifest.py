@@ -79,3 +79,23 @@ def test_max_flop_skips_large_tasks_and_names_the_option(tmp_path):
     with pytest.raises(TvmCostError, match=r"at most 1 FLOPs \(--max-flop\)"):
         run_collect(models=["zoo:mlp,width=8,depth=1,in_features=8"], target=LLVM, out_root=tmp_path, max_flop=1)
     assert not any(tmp_path.rglob("database_tuning_record.json"))
+
+
+def test_remeasure_refuses_a_folder_that_is_not_collected_or_is_being_written(tmp_path):
+    import fcntl
+
+    import pytest
+
+    from tvm_cost.collect import run_remeasure
+    from tvm_cost.collect.manifest import write_manifest
+    from tvm_cost.errors import TvmCostError
+
+    with pytest.raises(TvmCostError, match="not a collected tuning-log folder"):
+        run_remeasure(target=LLVM, out_root=tmp_path, out_name="nothing", k=2)
+    folder = tmp_path / "busy"
+    folder.mkdir()
+    write_manifest(folder, target={"kind": "llvm", "num-cores": 1})
+    with open(folder / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a running collection holds it
+        with pytest.raises(TvmCostError, match="a collection is writing to this folder"):
+            run_remeasure(target=LLVM, out_root=tmp_path, out_name="busy", k=2)

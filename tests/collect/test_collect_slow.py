@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from collect_helpers import CUDA, LLVM, count_records, dense_module, kill_tree, read_lines
 
-from tvm_cost.collect import remeasure, run_collect
+from tvm_cost.collect import run_collect, run_remeasure
 
 HERE = Path(__file__).parent
 pytestmark = pytest.mark.slow
@@ -41,10 +41,13 @@ def test_small_collection(tmp_path):
     again = run_collect(models=[("d", dense_module(32))], target=LLVM, out_root=tmp_path, trials_per_task=8,
                         batch_size=4, builder_workers=2)
     assert again["records"] == 0  # finished work is skipped
-    noise = remeasure(root, k=3, seed=0, times=3)
-    assert noise["summary"]["remeasured"] == 3
+    summary = run_remeasure(target=LLVM, out_root=tmp_path, k=3, seed=0, times=3, command="pytest noise")
+    assert summary["remeasured"] == 3 and summary["median_rel_std"] >= 0
+    noise = json.loads((root / "noise.json").read_text())
     assert all(r["rel_std"] >= 0 and r["median"] > 0 for r in noise["records"])
-    assert (root / "noise.json").exists()
+    manifest = json.loads((root / "MANIFEST.json").read_text())
+    assert manifest["runs"][-1]["command"] == "pytest noise" and manifest["runs"][-1]["summary"]["remeasured"] == 3
+    assert "noise.json" in manifest["files"]
 
 
 _COLLECT_SCRIPT = textwrap.dedent("""

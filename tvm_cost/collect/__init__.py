@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from tvm_cost.collect.run import import_models, resolve_target, run_collect
+from tvm_cost.collect.run import import_models, resolve_target, run_collect, run_remeasure
 
 _LAZY = {
     "CollectConfig": "engine",
@@ -33,7 +33,7 @@ _LAZY = {
     "remeasure": "noise",
 }
 
-__all__ = ["import_models", "resolve_target", "run_collect", *sorted(_LAZY)]
+__all__ = ["import_models", "resolve_target", "run_collect", "run_remeasure", *sorted(_LAZY)]
 
 
 def __getattr__(name: str) -> Any:

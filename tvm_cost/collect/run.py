@@ -206,3 +206,52 @@ def run_collect(
             store.close()
     summary.update(out_dir=str(out_dir) if measure else None, target=name)
     return summary
+
+
+def run_remeasure(
+    *,
+    target: Any = "llvm",
+    out_root: str | Path = "tuning_logs",
+    out_name: str | None = None,
+    k: int = 24,
+    seed: int = 0,
+    times: int = 5,
+    command: str | None = None,
+) -> dict[str, Any]:
+    """Re-time `k` random records of a target folder `times` times each: ``noise.json`` and a MANIFEST run entry.
+
+    The noise study behind ``tvm-cost collect --remeasure K`` (`tvm_cost.collect.noise.remeasure`, collection's
+    evaluator). Timings made on another CPU say nothing about the stored ones, so such a folder is refused, and so
+    is one a collection is writing to.
+
+    Returns:
+        The study's summary (median spreads, Spearman between stored and re-timed latencies).
+
+    Raises:
+        TvmCostError: no such folder, measured on another CPU, or locked by a running collection.
+    """
+    import fcntl  # pylint: disable=import-outside-toplevel
+
+    from tvm_cost.collect import fast, manifest, noise  # pylint: disable=import-outside-toplevel
+
+    name, target_json, tvm_target = resolve_target(target)
+    out_dir = Path(out_root) / (out_name or name)
+    if not (out_dir / manifest.MANIFEST_FILE).is_file():
+        raise TvmCostError("no MANIFEST.json: not a collected tuning-log folder", path=out_dir)
+    manifest.check_same_machine(out_dir, manifest.manifest_cpu(out_dir))
+    old = json.loads((out_dir / manifest.MANIFEST_FILE).read_text(encoding="utf-8"))
+    with open(out_dir / ".lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise TvmCostError("a collection is writing to this folder; re-measure when it is done",
+                               path=out_dir) from None
+        fast.preload_tensor_intrinsics(tvm_target)
+        start = manifest.now_iso()
+        result = noise.remeasure(out_dir, k=k, seed=seed, times=times)
+        summary = {key: value for key, value in result["summary"].items() if key != "spearman_within_workload"}
+        manifest.write_manifest(out_dir, target=old.get("target", target_json), run={
+            "start": start, "end": manifest.now_iso(), "command": command or manifest.command_line(),
+            "cpu_model": manifest.cpu_model(), "remeasure": {"k": k, "seed": seed, "times": times},
+            "summary": summary})
+    return summary
