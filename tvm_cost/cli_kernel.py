@@ -138,12 +138,21 @@ def _train(args: argparse.Namespace) -> None:
         target = _target(args) or data_target(args.data)
         weights = save_checkpoint(args.out, model, schema=PROGRAM_SCHEMA, extra={
             "target": target, "data": str(args.data), "records": len(items), "tasks": len(ds.tasks),
+            "measured_on": _measured_on(args.data, target),
             "train_config": train_config.to_dict(), "processes": dist.get_world_size() if distributed else 1,
             "tvm_version": version("apache-tvm"), "tvm_ffi_version": version("apache-tvm-ffi")})
     _console().print(
         f"trained on {len(items)} candidates of {len(ds.tasks)} tasks ({args.data}), {len(history.records)} epochs "
         f"in {train_s:.0f} s, final train loss {history.records[-1]['train_loss']:.4f}, pairwise accuracy on the "
         f"training data {fit_acc:.3f}; checkpoint {weights} ({weights.stat().st_size / 1e6:.2f} MB) + .json")
+
+
+def _measured_on(data: str, target: Any) -> str | None:
+    """The CPU a CPU target's training latencies were timed on (the data folder's MANIFEST); None for GPUs."""
+    from tvm_cost.collect.manifest import manifest_cpu
+
+    kind = target.get("kind") if isinstance(target, dict) else str(target or "")
+    return manifest_cpu(data) if str(kind).startswith("llvm") else None
 
 
 def _eval(args: argparse.Namespace) -> None:

@@ -95,5 +95,6 @@ def tiny_logs(tmp_path_factory):
     tasks = KernelDataset(root, target_spec={"kind": "llvm", "num-cores": 1}).tasks
     (root / "tasks.json").write_text(json.dumps({h: {"models": [f"zoo:fam{i},batch=1"], "task_name": f"t{i}"}
                                                  for i, h in enumerate(tasks)}))
-    (root / "MANIFEST.json").write_text(json.dumps({"target": {"kind": "llvm", "num-cores": 1}}))
+    (root / "MANIFEST.json").write_text(json.dumps({"target": {"kind": "llvm", "num-cores": 1},
+                                                   "cpu_model": "SYNTHETIC CPU"}))
     return root

@@ -103,6 +103,21 @@ def test_shipped_checkpoint_is_found_for_the_target(task, tmp_path, monkeypatch,
     assert near.describe()["source"] == "shipped:llvm-2core" and "llvm-4core" in caplog.text
 
 
+def test_a_checkpoint_from_another_cpu_is_used_with_a_warning(tmp_path, caplog):
+    from tvm_cost.collect.manifest import cpu_model
+
+    other = save_checkpoint(tmp_path / "other", small_seernet(), schema=PROGRAM_SCHEMA,
+                            extra={"measured_on": "Some Other CPU"})
+    here = save_checkpoint(tmp_path / "here", small_seernet(), schema=PROGRAM_SCHEMA,
+                           extra={"measured_on": cpu_model()})
+    with caplog.at_level(logging.WARNING):
+        GNNCostModel(checkpoint=here, target={"kind": "llvm", "num-cores": 1})
+    assert not caplog.records
+    with caplog.at_level(logging.WARNING):
+        model = GNNCostModel(checkpoint=other, target={"kind": "llvm", "num-cores": 1})
+    assert model.describe()["trained"] and "measured on Some Other CPU" in caplog.text
+
+
 def test_no_shipped_checkpoint_starts_untrained_with_a_warning(task, tmp_path, monkeypatch, caplog):
     context, candidates, _ = task
     monkeypatch.setattr(checkpoints, "CHECKPOINT_DIR", tmp_path / "none")

@@ -31,6 +31,7 @@ def test_train_and_eval_commands(tiny_logs, tmp_path, capsys):
     assert "trained on 16 candidates of 2 tasks" in capsys.readouterr().out
     model, meta = load_checkpoint(ckpt, schema=PROGRAM_SCHEMA)
     assert meta["extra"]["records"] == 16 and meta["extra"]["target"] == {"kind": "llvm", "num-cores": 1}
+    assert meta["extra"]["measured_on"] == "SYNTHETIC CPU"  # the CPU in the data folder's MANIFEST
 
     report_path, png = tmp_path / "eval.json", tmp_path / "eval.png"
     assert main(["eval", str(tiny_logs), "--test-families", "fam1", "--seeds", "0,1", *small,

@@ -78,6 +78,18 @@ def check_same_machine(path: str | Path, recorded: str | None, *, current: str |
                            "measure-e2e --out PATH)", path=path)
 
 
+def other_cpu_warning(measured_on: str | None, what: str) -> str | None:
+    """The warning to give when `what` learnt from CPU latencies measured on another CPU model than this one.
+
+    Its predictions are that machine's latencies; None when the CPUs match or `measured_on` is unknown.
+    """
+    here = cpu_model()
+    if measured_on is None or measured_on == here:
+        return None
+    return f"{what} was trained on latencies measured on {measured_on}; this machine is {here}: its numbers are " \
+           "for that CPU"
+
+
 def manifest_cpu(root: str | Path) -> str | None:
     """The CPU model named by ``root/MANIFEST.json``, or None when there is no (readable) manifest."""
     path = Path(root) / MANIFEST_FILE

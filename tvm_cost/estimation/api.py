@@ -175,14 +175,13 @@ def estimate(
 
 def _warn_other_machine(measured_on: str | None, resolved: Any, path: Path) -> None:
     """Warn when a CPU estimator's labels come from another CPU model than this one (its estimate is for that)."""
-    if measured_on is None or resolved.tvm_target().kind.name != "llvm":
+    if resolved.tvm_target().kind.name != "llvm":
         return
-    from tvm_cost.collect.manifest import cpu_model
+    from tvm_cost.collect.manifest import other_cpu_warning
 
-    here = cpu_model()
-    if here != measured_on:
-        log.warning("%s was trained on latencies measured on %s; this machine is %s: the estimate is for that CPU",
-                    path.name, measured_on, here)
+    warning = other_cpu_warning(measured_on, path.name)
+    if warning:
+        log.warning("%s", warning)
 
 
 def plot_estimate(result: Estimate, path: str | Path, *, top: int = 15) -> Path:

@@ -100,8 +100,19 @@ class GNNCostModel(PyCostModel):
     def _load_weights(self, path: Path, source: str | None = None) -> None:
         from tvm_cost.train.checkpoint import load_checkpoint
 
-        model, _ = load_checkpoint(path, schema=PROGRAM_SCHEMA)
+        model, meta = load_checkpoint(path, schema=PROGRAM_SCHEMA)
         self._set_model(model, source=source or str(path), trained=True)
+        self._warn_other_cpu(meta.get("extra", {}).get("measured_on"), path)
+
+    def _warn_other_cpu(self, measured_on: str | None, path: Path) -> None:
+        """A CPU checkpoint ranks by the latencies of the CPU it learnt from: say so when that is not this one."""
+        from tvm_cost.collect.manifest import other_cpu_warning
+
+        if self.target_name is not None and not self.target_name.startswith("llvm"):
+            return
+        warning = other_cpu_warning(measured_on, Path(path).name)
+        if warning:
+            log.warning("%s", warning)
 
     def _untrained(self) -> nn.Module:
         from tvm_cost.models import ModelConfig, build_model
