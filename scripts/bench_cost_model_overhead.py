@@ -6,7 +6,7 @@
   it (retrains only when its data grew by a fifth) and one that retrains on every update ("xgb-retrain").
 
 - in a tune (``--tune-trials N``): the seconds each model spends in predict() and update() during a real
-  evolutionary search of the same task (TVM's defaults: population 2,048, 4 genetic iterations), driven by
+  evolutionary search of the same task (TVM's defaults: population 512, 4 genetic iterations), driven by
   MetaSchedule's DummyBuilder/DummyRunner (their run_secs are random, not measurements; they only move the loop).
   Here the GNN's graph cache counts: the search scores about a fifth of its candidates again in later rounds, and
   update() receives candidates predict() has already featurized.
@@ -201,7 +201,7 @@ def main() -> None:
         report["in_tune"] = {"trials": args.tune_trials, "seconds": tune,
                              "ratio_gnn_over_xgb": {k: tune["gnn"][k] / tune["xgb"][k]
                                                     for k in ("predict_s", "update_s")}}
-        print(f"in a tune of {args.tune_trials} trials (DummyRunner, population 2048):")
+        print(f"in a tune of {args.tune_trials} trials (DummyRunner, TVM's default evolutionary search):")
         for name, t in tune.items():
             print(f"{name:12}{t['predict_s']:>14.3f}{t['update_s']:>14.3f}   {t['predict_calls']} predict calls, "
                   f"{t['candidates_scored']} candidates scored")
