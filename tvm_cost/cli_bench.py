@@ -21,7 +21,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         f"{' '.join(DEFAULT_MODELS)}, families the shipped checkpoint has no records of)")
     p.add_argument("--exclude", action="append", metavar="FOLDER",
                    help="tuning-log folder whose workloads are not benchmarked (the training data; repeatable; "
-                        "default: tuning_logs/llvm-1core, what the shipped checkpoint was trained on)")
+                        "default: every measured folder under tuning_logs/, what shipped checkpoints train on)")
+    p.add_argument("--checkpoint", help="the GNN's weights for gnn and ensemble (default: the one shipped for the "
+                                        "target); e.g. one trained without some families, to bench on those "
+                                        "(use a fresh --out: stored runs are keyed without the checkpoint)")
     p.add_argument("--tasks", type=int, default=6, help="number of held-out tasks")
     p.add_argument("--min-flop", type=float, default=1e6, help="smallest task (FLOPs per call) to pick")
     p.add_argument("--max-flop", type=float, default=2e8, help="largest task (FLOPs per call) to pick")
@@ -33,6 +36,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--target", default='{"kind": "llvm", "num-cores": 1}', help="target JSON or preset")
     p.add_argument("--out", required=True, help="output folder")
     p.set_defaults(func=_bench_kernel)
+
+
+def _measured_folders(root: Path) -> list[Path]:
+    """The target folders under `root` that hold a workload database."""
+    return sorted(d for d in root.glob("*") if any(d.glob("database_workload.json*")))
 
 
 def _bench_kernel(args: argparse.Namespace) -> None:
@@ -56,7 +64,7 @@ def _bench_kernel(args: argparse.Namespace) -> None:
     budgets = sorted(int(b) for b in args.budgets.split(","))
     target = _tvm_target(json.loads(args.target) if args.target.lstrip().startswith("{") else args.target)
     exclude: set[str] = set()
-    for folder in args.exclude or ["tuning_logs/llvm-1core"]:
+    for folder in args.exclude or _measured_folders(Path("tuning_logs")):
         exclude |= workload_hashes(folder)
     tasks = held_out_tasks(args.models or list(DEFAULT_MODELS), target, exclude=exclude, n=args.tasks,
                            min_flop=args.min_flop, max_flop=args.max_flop)
@@ -79,7 +87,7 @@ def _bench_kernel(args: argparse.Namespace) -> None:
 
             runs = run_bench(tasks, kinds, seeds, store=store, target=target, max_trials=budgets[-1], on_run=on_run,
                              builder=builder, runner=runner, trials_per_iter=args.trials_per_iter,
-                             population_size=args.population)
+                             population_size=args.population, checkpoint=args.checkpoint or "auto")
     finally:
         builder.close()
     summary = summarize(runs, budgets)

@@ -105,3 +105,27 @@ def test_bench_kernel_cli_measures_a_tiny_task(tmp_path):
     summary = json.loads((tmp_path / "bench" / "summary.json").read_text())
     assert summary["tasks"] == 1 and set(summary["best_vs_reference_geomean"]) == {"xgb", "random"}
     assert (tmp_path / "bench" / "curves.png").exists()
+
+
+def test_gnn_kinds_take_the_given_checkpoint(tmp_path):
+    from test_cost_model import small_seernet
+
+    from tvm_cost.features.program_schema import PROGRAM_SCHEMA
+    from tvm_cost.train import save_checkpoint
+    from tvm_cost.tuning.bench import cost_model_for
+
+    weights = save_checkpoint(tmp_path / "held_out_families", small_seernet(), schema=PROGRAM_SCHEMA)
+    gnn = cost_model_for("gnn", target={"kind": "llvm", "num-cores": 1}, seed=0, checkpoint=weights)
+    assert gnn.describe()["source"] == str(weights)
+    ensemble = cost_model_for("ensemble", target={"kind": "llvm", "num-cores": 1}, seed=0, checkpoint=weights)
+    assert ensemble.gnn.describe()["source"] == str(weights)
+
+
+def test_default_exclusion_covers_every_measured_folder(tmp_path):
+    from tvm_cost.cli_bench import _measured_folders
+
+    for name, files in {"a": ["database_workload.json"], "b": ["database_workload.json.gz"], "c": ["tasks.json"]}.items():
+        (tmp_path / name).mkdir()
+        for f in files:
+            (tmp_path / name / f).write_text("")
+    assert [p.name for p in _measured_folders(tmp_path)] == ["a", "b"]

@@ -54,7 +54,7 @@ class BenchRun:
         return np.minimum.accumulate(ms_) if len(ms_) else ms_
 
 
-def cost_model_for(kind: str, *, target: Any, seed: int) -> Any:
+def cost_model_for(kind: str, *, target: Any, seed: int, checkpoint: str | Path | None = "auto") -> Any:
     """The cost model of a bench kind: "xgb-warm16" is TVM's XGBModel trusting its fit after 16 samples, not 100."""
     from tvm_cost.tuning.tune import make_cost_model
     from tvm_cost.tuning.xgb import make_xgb
@@ -63,7 +63,7 @@ def cost_model_for(kind: str, *, target: Any, seed: int) -> Any:
         return make_xgb(num_warmup_samples=16)
     if kind not in BENCH_KINDS:
         raise ValueError(f"unknown bench cost model {kind!r}; choose from {', '.join(BENCH_KINDS)}")
-    return make_cost_model(kind, target=target, seed=seed)  # type: ignore[arg-type]
+    return make_cost_model(kind, target=target, seed=seed, checkpoint=checkpoint)  # type: ignore[arg-type]
 
 
 def _trial_log() -> Any:
@@ -89,12 +89,13 @@ def _trial_log() -> Any:
 
 def run_one(task: BenchTask, kind: str, *, seed: int, target: Any, max_trials: int, trials_per_iter: int = 16,
             builder: Any = None, runner: Any = None, population_size: int = 128,
-            measure_callbacks: Sequence[Any] | None = None) -> BenchRun:
+            measure_callbacks: Sequence[Any] | None = None, checkpoint: str | Path | None = "auto") -> BenchRun:
     """Tune `task` with cost model `kind` for `max_trials` measured candidates.
 
     The search is MetaSchedule's evolutionary search with a population of `population_size` (the collection
     setting; MetaSchedule's 512 spends most of a small budget predicting) and the same settings for every kind.
-    `measure_callbacks` replace MetaSchedule's default ones (the trial log is always added).
+    `measure_callbacks` replace MetaSchedule's default ones (the trial log is always added). `checkpoint` is the
+    GNN's weights for the "gnn" and "ensemble" kinds (default: the one shipped for the target).
     """
     from tvm.s_tir import meta_schedule as ms
 
@@ -110,7 +111,8 @@ def run_one(task: BenchTask, kind: str, *, seed: int, target: Any, max_trials: i
         genetic_num_iters=2)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tvm-cost-bench-") as work_dir:
-        tune_tir(task.mod, target=tvm_target, cost_model=cost_model_for(kind, target=tvm_target, seed=seed),
+        tune_tir(task.mod, target=tvm_target,
+                 cost_model=cost_model_for(kind, target=tvm_target, seed=seed, checkpoint=checkpoint),
                  max_trials=max_trials, work_dir=work_dir, builder=builder, runner=runner, seed=seed,
                  num_trials_per_iter=trials_per_iter, strategy=strategy, measure_callbacks=callbacks)
     return BenchRun(task.shash, task.name, kind, seed, max_trials, list(log.trials)[:max_trials],

@@ -37,8 +37,8 @@ def _tvm_target(target: Any) -> tvm.target.Target:
     return resolve_target(target).tvm_target()
 
 
-def make_cost_model(kind: CostModelKind | ms.cost_model.CostModel, *, target: Any = None, seed: int | None = None
-                    ) -> ms.cost_model.CostModel:
+def make_cost_model(kind: CostModelKind | ms.cost_model.CostModel, *, target: Any = None, seed: int | None = None,
+                    checkpoint: str | Path | None = "auto") -> ms.cost_model.CostModel:
     """A MetaSchedule cost model by kind, or `kind` itself when it already is one.
 
     Args:
@@ -47,6 +47,8 @@ def make_cost_model(kind: CostModelKind | ms.cost_model.CostModel, *, target: An
             (`RandomModel`), or a `ms.cost_model.CostModel` instance.
         target: The tuning target (picks the GNN checkpoint); None: found from the first tune context.
         seed: Seed of the GNN's initial weights / dropout, or of the random model.
+        checkpoint: The GNN's weights ("gnn", "ensemble"): "auto" (shipped for `target`), None (untrained) or a
+            path (`GNNCostModel`'s `checkpoint`).
 
     Raises:
         ValueError: An unknown kind; the message lists the choices.
@@ -65,11 +67,11 @@ def make_cost_model(kind: CostModelKind | ms.cost_model.CostModel, *, target: An
                          "(or a ms.cost_model.CostModel)")
     config = GNNCostModelConfig(seed=seed or 0)
     if kind == "gnn":
-        return GNNCostModel(target=target, config=config)
+        return GNNCostModel(checkpoint=checkpoint, target=target, config=config)
     if kind == "xgb":
         return make_xgb()
     if kind == "ensemble":
-        return EnsembleCostModel(GNNCostModel(target=target, config=config), make_xgb())
+        return EnsembleCostModel(GNNCostModel(checkpoint=checkpoint, target=target, config=config), make_xgb())
     return ms.cost_model.RandomModel(seed=seed)
 
 
