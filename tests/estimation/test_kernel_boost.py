@@ -35,6 +35,30 @@ def test_per_kernel_trees_beat_a_per_kernel_mean_on_held_out_graphs():
     assert node_rows(test[0]).shape == (test[0].num_nodes, len(SCHEMA.node) + len(SCHEMA.globals))
 
 
+def _work_graph(rng: np.random.Generator, low: float, high: float) -> Data:
+    """SYNTHETIC kernels whose time is proportional to their work: ms = 1e-6 (FLOPs + bytes) exp(x0 / 2)."""
+    n = int(rng.integers(3, 9))
+    x = rng.uniform(0, 1, (n, len(SCHEMA.node))).astype(np.float32)
+    x[:, SCHEMA.node.index("log_flops")] = np.log1p(rng.uniform(low, high, n))
+    x[:, SCHEMA.node.index("log_bytes")] = np.log1p(rng.uniform(low, high, n) / 10)
+    work = np.expm1(x[:, SCHEMA.node.index("log_flops")]) + np.expm1(x[:, SCHEMA.node.index("log_bytes")])
+    node_ms = torch.from_numpy(1e-6 * work * np.exp(x[:, 0] / 2))
+    return Data(x=torch.from_numpy(x), u=torch.zeros(1, len(SCHEMA.globals)), node_ms=node_ms,
+                latency_ms=float(node_ms.sum()))
+
+
+def test_kernels_larger_than_any_seen_scale_with_their_work():
+    """Trees alone cap a prediction at the slowest training kernel; on time per unit of work they do not."""
+    rng = np.random.default_rng(4)
+    train = [_work_graph(rng, 1e4, 1e6) for _ in range(80)]
+    larger = [_work_graph(rng, 3e7, 1e8) for _ in range(10)]  # 30-100x the largest training kernel
+    true = np.array([d.latency_ms for d in larger])
+    pred = KernelBoost(rounds=200).fit(train).predict(larger)
+    slowest_seen = max(float(d.node_ms.max()) for d in train)
+    assert (true > 20 * slowest_seen).all()
+    assert np.mean(np.abs(pred - true) / true) < 0.1
+
+
 def test_members_differ_and_their_mean_is_the_estimate():
     rng = np.random.default_rng(1)
     graphs = [_graph(rng) for _ in range(30)]
@@ -63,6 +87,11 @@ def test_save_load_round_trip_and_refusals(tmp_path):
     member.write_bytes(member.read_bytes()[:-10])  # truncated
     with pytest.raises(TvmCostError, match="member .* does not match its sha256"):
         KernelBoost.load(meta_path, schema=SCHEMA)
+    old = json.loads(meta_path.read_text())
+    old["format_version"] = 1  # trees on log ms, before the work margin
+    (tmp_path / "old.kernel_boost.json").write_text(json.dumps(old))
+    with pytest.raises(TvmCostError, match="version 1 .*retrain it"):
+        KernelBoost.load(tmp_path / "old.kernel_boost.json", schema=SCHEMA)
     (tmp_path / "broken.kernel_boost.json").write_text("{not json")
     with pytest.raises(TvmCostError, match="broken.kernel_boost.json.*cannot read estimator metadata"):
         KernelBoost.load(tmp_path / "broken.kernel_boost.json", schema=SCHEMA)
