@@ -56,5 +56,6 @@ def test_experiment_scores_the_hierarchical_model_and_tvms_estimate():
     test_specs = [items[i].spec for i in split.test]
     results = run_experiment(items, split, epochs=1, task_sums={s: 1.0 for s in test_specs[:3]})
     assert {"linear_flops_bytes", "gbt_aggregates", "gcn", "seernet", "kernel_sum", "kernel_boost",
+            "gbt_aggregates_per_work", "gcn_per_work", "seernet_per_work",
             "kernel_sum_hierarchical", "tvm_task_sum"} <= set(results)
     assert results["kernel_sum"]["n"] == len(split.test) and results["tvm_task_sum"]["n"] == 3

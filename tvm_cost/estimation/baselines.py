@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from tvm_cost.estimation.work import graph_work
 from tvm_cost.features.schema import NODE_STATIC, SCHEMA
 
 _U = {name: i for i, name in enumerate(SCHEMA.globals)}
@@ -53,23 +54,34 @@ def graph_aggregates(items: Sequence[Any]) -> np.ndarray:
 
 
 class BoostedAggregates:
-    """XGBoost regression of log latency on `graph_aggregates` (the strongest non-graph baseline)."""
+    """XGBoost regression of log latency on `graph_aggregates` (the strongest non-graph baseline).
+
+    Args:
+        seed: XGBoost's seed.
+        rounds: Boosting rounds.
+        per_work: Learn log latency per unit of work (the graph's ln(FLOPs + bytes) as base margin,
+            `tvm_cost.estimation.work`), so graphs larger than any seen are not capped at the slowest one.
+    """
 
     PARAMS = {"max_depth": 4, "eta": 0.05, "subsample": 0.8, "colsample_bytree": 0.8, "nthread": 1,
               "objective": "reg:squarederror"}
 
-    def __init__(self, seed: int = 0, rounds: int = 400) -> None:
+    def __init__(self, seed: int = 0, rounds: int = 400, *, per_work: bool = False) -> None:
         self.params = {**self.PARAMS, "seed": seed}
         self.rounds = rounds
+        self.per_work = per_work
+
+    def _matrix(self, items: Sequence[Any], label: np.ndarray | None = None) -> Any:
+        import xgboost as xgb
+
+        margin = np.log(graph_work(items)) if self.per_work else None
+        return xgb.DMatrix(graph_aggregates(items), label=label, base_margin=margin)
 
     def fit(self, items: Sequence[Any]) -> "BoostedAggregates":
         import xgboost as xgb
 
-        data = xgb.DMatrix(graph_aggregates(items), label=_log_latency(items))
-        self.booster = xgb.train(self.params, data, num_boost_round=self.rounds)
+        self.booster = xgb.train(self.params, self._matrix(items, _log_latency(items)), num_boost_round=self.rounds)
         return self
 
     def predict(self, items: Sequence[Any]) -> np.ndarray:
-        import xgboost as xgb
-
-        return np.exp(self.booster.predict(xgb.DMatrix(graph_aggregates(items))))
+        return np.exp(self.booster.predict(self._matrix(items)))

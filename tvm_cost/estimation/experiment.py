@@ -11,6 +11,7 @@ from tvm_cost.data.splits import Split
 from tvm_cost.estimation.baselines import BoostedAggregates, LinearFlopsBytes
 from tvm_cost.estimation.hierarchical import train_hierarchical
 from tvm_cost.estimation.kernel_boost import KernelBoost
+from tvm_cost.estimation.work import graph_work, per_work
 from tvm_cost.train.metrics import mape, share_within, spearman
 
 
@@ -74,6 +75,7 @@ def run_experiment(items: Sequence[Any], split: Split, *, seed: int = 0, epochs:
                    task_sums: dict[str, float] | None = None) -> dict[str, dict[str, float]]:
     """Train every model on `split.train` (GNNs early-stop on `split.val`), score all on `split.test`.
 
+    The ``*_per_work`` rows learn latency per unit of work (`tvm_cost.estimation.work`) and multiply back.
     Items with `node_ms` (per-kernel times; NaN where only the end-to-end time is known) also train the
     hierarchical `KernelSumNet` ("kernel_sum"), the per-kernel trees `KernelBoost` ("kernel_boost", on the
     nodes of train + val) and the `KernelSumNet` fed the trees' predictions ("kernel_sum_hierarchical",
@@ -90,9 +92,13 @@ def run_experiment(items: Sequence[Any], split: Split, *, seed: int = 0, epochs:
     results: dict[str, dict[str, float]] = {}
     results["linear_flops_bytes"] = score_predictions(true, LinearFlopsBytes().fit(train).predict(test))
     results["gbt_aggregates"] = score_predictions(true, BoostedAggregates(seed).fit(train + val).predict(test))
+    results["gbt_aggregates_per_work"] = score_predictions(
+        true, BoostedAggregates(seed, per_work=True).fit(train + val).predict(test))
     for kind in ("gcn", "seernet"):
         model = train_graph_model(kind, train, val, seed=seed, epochs=epochs, heads=heads)
         results[kind] = score_predictions(true, predict_latency_ms(model, test))
+        model = train_graph_model(kind, per_work(train), per_work(val), seed=seed, epochs=epochs, heads=heads)
+        results[f"{kind}_per_work"] = score_predictions(true, predict_latency_ms(model, test) * graph_work(test))
     if all(hasattr(d, "node_ms") for d in items):
         model = train_kernel_sum_model(train, val, seed=seed, epochs=epochs)
         results["kernel_sum"] = score_predictions(true, predict_latency_ms(model, test))

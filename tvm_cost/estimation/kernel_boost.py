@@ -24,12 +24,12 @@ from typing import Any
 import numpy as np
 
 from tvm_cost.errors import TvmCostError
-from tvm_cost.features.schema import SCHEMA
+from tvm_cost.estimation.work import node_log_work
 from tvm_cost.models.kernel_sum import node_targets
 
 FORMAT = "tvm-cost-kernel-boost"
 FORMAT_VERSION = 2
-"""2: trees on log ms per unit of work (`work_margin`); 1 (refused): trees on log ms."""
+"""2: trees on log ms per unit of work (`node_log_work`); 1 (refused): trees on log ms."""
 SUFFIX = ".kernel_boost.json"
 """Metadata file of a saved `KernelBoost`: ``<name>.kernel_boost.json``; members: ``<name>.member<i>.xgb.ubj``
 (XGBoost's UBJSON model format)."""
@@ -42,21 +42,8 @@ def node_rows(item: Any) -> np.ndarray:
     return np.concatenate([x, np.repeat(u, x.shape[0], axis=0)], axis=1)
 
 
-_LOG_FLOPS, _LOG_BYTES = SCHEMA.node.index("log_flops"), SCHEMA.node.index("log_bytes")
-
-
-def work_margin(item: Any) -> np.ndarray:
-    """ln(FLOPs + bytes) of each node, from its ``log_flops`` and ``log_bytes`` columns (ln(1 + x) each).
-
-    Shapes:
-        -> [N]
-    """
-    x = item.x.numpy()
-    return np.logaddexp(x[:, _LOG_FLOPS], x[:, _LOG_BYTES])
-
-
 class KernelBoost:
-    """Per-kernel XGBoost regression of log ms per unit of work (`work_margin` is the base margin); `members`
+    """Per-kernel XGBoost regression of log ms per unit of work (`node_log_work` is the base margin); `members`
     boosters from seeds ``seed .. seed + members - 1``."""
 
     PARAMS = {"max_depth": 6, "eta": 0.05, "subsample": 0.8, "colsample_bytree": 0.8, "nthread": 1,
@@ -72,7 +59,7 @@ class KernelBoost:
 
         rows = np.concatenate([node_rows(d) for d in items])
         log_ms = np.concatenate([node_targets(d).numpy() for d in items])
-        margin = np.concatenate([work_margin(d) for d in items])
+        margin = np.concatenate([node_log_work(d) for d in items])
         known = np.isfinite(log_ms)
         if not known.any():
             raise TvmCostError("no node has a measured time (node_ms); measure with `measure-e2e --per-kernel`")
@@ -85,7 +72,7 @@ class KernelBoost:
         """Predicted ms of each node, one row per member. Shapes: -> [members, N]."""
         import xgboost as xgb
 
-        data = xgb.DMatrix(node_rows(item), base_margin=work_margin(item))
+        data = xgb.DMatrix(node_rows(item), base_margin=node_log_work(item))
         return np.exp(np.stack([b.predict(data) for b in self.boosters]))
 
     def predict(self, items: Sequence[Any]) -> np.ndarray:
