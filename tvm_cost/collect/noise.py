@@ -132,18 +132,22 @@ def remeasure(
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Median spreads and Spearman correlations (pooled and within workloads) of re-measured rows."""
+    """Median spreads, drift of the stored time from the re-measured median, and Spearman correlations
+    (pooled, and within workloads with three or more re-measured records) of re-measured rows."""
     good = [r for r in rows if r.get("samples_secs")]
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in good:
         groups[row["workload"]].append(row)
-    within = {w: spearman([r["stored_secs"] for r in g], [r["median"] for r in g]) for w, g in groups.items()}
+    within = {w: spearman([r["stored_secs"] for r in g], [r["median"] for r in g])
+              for w, g in groups.items() if len(g) > 2}
+    drift = [abs(r["median"] / r["stored_secs"] - 1) for r in good if r["stored_secs"] > 0]
     within_ok = [v for v in within.values() if v is not None]
     return {
         "records": len(rows),
         "remeasured": len(good),
         "median_rel_std": statistics.median([r["rel_std"] for r in good]) if good else None,
         "median_range_over_median": statistics.median([r["range_over_median"] for r in good]) if good else None,
+        "median_abs_drift": statistics.median(drift) if drift else None,
         "spearman_pooled": spearman([r["stored_secs"] for r in good], [r["median"] for r in good]),
         "spearman_within_workload": within,
         "spearman_within_mean": statistics.fmean(within_ok) if within_ok else None,
