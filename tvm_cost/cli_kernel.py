@@ -20,6 +20,9 @@ def register(sub: Any) -> None:
     p.add_argument("data", help="folder with database_tuning_record.json[.gz] (e.g. a copy of tuning_logs/llvm-1core)")
     p.add_argument("--out", required=True, help="checkpoint path (writes OUT.safetensors and OUT.json)")
     p.add_argument("--seed", type=int, default=0, help="seed of the initial weights, shuffling and dropout")
+    p.add_argument("--exclude-families", default="", metavar="F1,F2",
+                   help="leave out the tasks only these model families contain (tasks.json), e.g. to bench the "
+                        "checkpoint on those families")
     _add_training_args(p)
     p.set_defaults(func=_train)
 
@@ -105,6 +108,7 @@ def _dataset(args: argparse.Namespace, progress: Any) -> Any:
 
 
 def _train(args: argparse.Namespace) -> None:
+    import numpy as np
     import torch
     from importlib.metadata import version
 
@@ -112,7 +116,7 @@ def _train(args: argparse.Namespace) -> None:
 
     from tvm_cost.features.program_schema import PROGRAM_SCHEMA
     from tvm_cost.train import pairwise_accuracy, save_checkpoint
-    from tvm_cost.tuning.offline import data_target, predict_log_ms, train_gnn
+    from tvm_cost.tuning.offline import data_target, family_split, predict_log_ms, task_families, train_gnn
 
     torch.set_num_threads(1)
     model_config, train_config = _configs(args, args.seed)
@@ -123,7 +127,9 @@ def _train(args: argparse.Namespace) -> None:
             ds = _dataset(args, progress)
             if distributed and rank == 0:
                 dist.barrier()
-            items = [ds[i] for i in range(len(ds))]
+            excluded = [f for f in args.exclude_families.split(",") if f]
+            keep = family_split(ds.groups, task_families(args.data), excluded)[0] if excluded else range(len(ds))
+            items = [ds[int(i)] for i in keep]
             bar = progress.add_task("train", total=train_config.epochs)
             t0 = time.perf_counter()
             model, history = train_gnn(items, model_config=model_config, train_config=train_config,
@@ -132,17 +138,20 @@ def _train(args: argparse.Namespace) -> None:
             train_s = time.perf_counter() - t0
         if rank != 0:
             return
-        latency = ds.latency_ms
+        latency = ds.latency_ms[np.asarray(keep, dtype=np.int64)]
         group = [int(d.group) for d in items]
+        tasks = len(set(group))
         fit_acc = pairwise_accuracy(latency, -predict_log_ms(model, items), group)
         target = _target(args) or data_target(args.data)
         weights = save_checkpoint(args.out, model, schema=PROGRAM_SCHEMA, extra={
-            "target": target, "data": str(args.data), "records": len(items), "tasks": len(ds.tasks),
+            "target": target, "data": str(args.data), "records": len(items), "tasks": tasks,
+            "excluded_families": excluded,
             "measured_on": _measured_on(args.data, target),
             "train_config": train_config.to_dict(), "processes": dist.get_world_size() if distributed else 1,
             "tvm_version": version("apache-tvm"), "tvm_ffi_version": version("apache-tvm-ffi")})
     _console().print(
-        f"trained on {len(items)} candidates of {len(ds.tasks)} tasks ({args.data}), {len(history.records)} epochs "
+        f"trained on {len(items)} candidates of {tasks} tasks ({args.data}"
+        f"{', without ' + ','.join(excluded) if excluded else ''}), {len(history.records)} epochs "
         f"in {train_s:.0f} s, final train loss {history.records[-1]['train_loss']:.4f}, pairwise accuracy on the "
         f"training data {fit_acc:.3f}; checkpoint {weights} ({weights.stat().st_size / 1e6:.2f} MB) + .json")
 

@@ -33,6 +33,12 @@ def test_train_and_eval_commands(tiny_logs, tmp_path, capsys):
     assert meta["extra"]["records"] == 16 and meta["extra"]["target"] == {"kind": "llvm", "num-cores": 1}
     assert meta["extra"]["measured_on"] == "SYNTHETIC CPU"  # the CPU in the data folder's MANIFEST
 
+    assert main(["train", str(tiny_logs), "--out", str(tmp_path / "no_fam1"), "--exclude-families", "fam1",
+                 *small]) == 0
+    assert "trained on 8 candidates of 1 tasks" in capsys.readouterr().out
+    _, meta = load_checkpoint(tmp_path / "no_fam1", schema=PROGRAM_SCHEMA)
+    assert meta["extra"]["excluded_families"] == ["fam1"] and meta["extra"]["tasks"] == 1
+
     report_path, png = tmp_path / "eval.json", tmp_path / "eval.png"
     assert main(["eval", str(tiny_logs), "--test-families", "fam1", "--seeds", "0,1", *small,
                  "--json", str(report_path), "--png", str(png)]) == 0
