@@ -42,6 +42,8 @@ def _add_training_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--epochs", type=int, default=40)
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--layers", type=int, default=3)
+    p.add_argument("--readout", choices=("pool", "sum"), default="sum",
+                   help="graph readout: pooled nodes + global node, or per-store times summed (XGBModel's way)")
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--batch-size", type=int, default=64, help="candidates per batch (per process under torchrun)")
     p.add_argument("--rank-weight", type=float, default=0.0, help="weight of the pairwise ranking loss")
@@ -55,7 +57,7 @@ def _configs(args: argparse.Namespace, seed: int = 0) -> tuple[Any, Any]:
     from tvm_cost.train import TrainConfig
 
     model = ModelConfig.for_schema(PROGRAM_SCHEMA, hidden=args.hidden, layers=args.layers, heads=("latency",),
-                                   seed=seed)
+                                   readout=args.readout, seed=seed)
     train = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, rank_weight=args.rank_weight,
                         listwise_weight=args.listwise_weight, task_mse_weight=args.task_mse_weight,
                         batching="group", patience=None, seed=seed)

@@ -9,11 +9,12 @@ from tvm_cost.models.seeding import isolated_rng
 from tvm_cost.train.losses import log_mse_loss
 
 
-@pytest.mark.parametrize("kind, steps, limit", [("seernet", 150, 0.02), ("gcn", 150, 0.1)])
-def test_overfit_tiny_dataset(kind, steps, limit):
+@pytest.mark.parametrize("kind, readout, steps, limit", [("seernet", "pool", 150, 0.02),
+                                                          ("seernet", "sum", 150, 0.02), ("gcn", "pool", 150, 0.1)])
+def test_overfit_tiny_dataset(kind, readout, steps, limit):
     graphs = synthetic_graphs(16, heads=("latency", "memory"), seed=7)
     cfg = ModelConfig(node_dim=8, edge_dim=3, global_dim=4, hidden=32, layers=2, dropout=0.0,
-                      heads=("latency", "memory"))
+                      heads=("latency", "memory"), readout=readout)
     model = build_model(kind=kind, config=cfg).fit_normalization(graphs).train()
     batch = Batch.from_data_list(graphs)
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)

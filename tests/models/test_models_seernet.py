@@ -18,6 +18,28 @@ def test_contract(graphs):
     assert_graph_model(model, graphs)
 
 
+def test_contract_with_summed_node_shares(graphs):
+    model = SeerNet(CFG.replace(readout="sum")).fit_normalization(graphs)
+    assert_graph_model(model, graphs)
+
+
+def test_sum_readout_adds_the_node_shares_in_linear_space(graphs):
+    """Two unconnected copies of a graph whose global features are the same take twice its time (log 2 more)."""
+    model = SeerNet(CFG.replace(readout="sum")).fit_normalization(graphs).eval()
+    g = graphs[0]
+    n = g.num_nodes
+    double = Data(x=torch.cat([g.x, g.x]), edge_index=torch.cat([g.edge_index, g.edge_index + n], dim=1),
+                  edge_attr=torch.cat([g.edge_attr, g.edge_attr]), u=g.u)
+    with torch.no_grad():
+        one, two = model(g), model(double)
+    # max+mean aggregations into the global node see the same values twice, so its state is unchanged
+    torch.testing.assert_close(two - one, torch.full_like(one, float(torch.log(torch.tensor(2.0)))))
+    with pytest.raises(ValueError, match="readout"):
+        ModelConfig(node_dim=8, edge_dim=3, global_dim=4, readout="attention")
+    with pytest.raises(ValueError, match="GCNBaseline pools"):
+        build_model(kind="gcn", config=CFG.replace(readout="sum"))
+
+
 def test_contract_unfitted_raw_features(graphs):
     """Without stats the raw (scaled) features are clipped, not propagated as huge values."""
     assert_graph_model(SeerNet(CFG), graphs)

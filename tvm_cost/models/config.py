@@ -7,6 +7,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 
+READOUTS = ("pool", "sum")
+
+
 class SchemaLike(Protocol):
     """What the model needs to know of a feature schema: the column names (see `tvm_cost.features.schema`)."""
 
@@ -31,6 +34,9 @@ class ModelConfig:
         input_clip: Standardized inputs are clipped to ``[-input_clip, input_clip]`` so an out-of-range feature of
             an unseen graph cannot blow up the prediction.
         seed: Seed of the initial weights; ensembles use ``seed + i`` for member ``i``.
+        readout: How `SeerNet` turns node states into a graph's metric: ``"pool"`` (mean and max of the nodes
+            with the global node, then a head) or ``"sum"`` (a head per node, in the context of the global node,
+            whose metric values are summed, as TVM's XGBModel sums its per-store predictions).
     """
 
     node_dim: int
@@ -43,6 +49,7 @@ class ModelConfig:
     mlp_layers: int = 2
     input_clip: float = 10.0
     seed: int = 0
+    readout: str = "pool"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "heads", tuple(self.heads))  # accept a list, e.g. from JSON
@@ -57,6 +64,8 @@ class ModelConfig:
         if not self.heads or len(set(self.heads)) != len(self.heads) or \
                 not all(isinstance(h, str) and h.isidentifier() for h in self.heads):
             raise ValueError(f"ModelConfig: heads={self.heads!r} must be unique, non-empty identifiers")
+        if self.readout not in READOUTS:
+            raise ValueError(f"ModelConfig: readout={self.readout!r}; choices: {', '.join(READOUTS)}")
         if self.input_clip <= 0:
             raise ValueError(f"ModelConfig: input_clip={self.input_clip} must be > 0")
 

@@ -31,6 +31,8 @@ class GCNBaseline(GraphCostModel):
     """
 
     def __init__(self, config: ModelConfig) -> None:
+        if config.readout != "pool":
+            raise ValueError(f"GCNBaseline pools its nodes; readout={config.readout!r} is SeerNet's")
         super().__init__(config)
         c = config
         with isolated_rng(c.seed):

@@ -7,11 +7,10 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
-from torch_geometric.utils import scatter
 
 from tvm_cost.models.base import graph_inputs
 from tvm_cost.models.config import ModelConfig
-from tvm_cost.models.layers import mlp
+from tvm_cost.models.layers import graph_log_sum, mlp
 from tvm_cost.models.seeding import isolated_rng
 from tvm_cost.models.seernet import SeerNet
 
@@ -84,13 +83,6 @@ class KernelSumNet(SeerNet):
             num_graphs = int(batch.max()) + 1 if batch.numel() else 1
         node = self.node_log_ms_tensors(x, edge_index, edge_attr, u, batch, num_graphs)
         return graph_log_sum(node, batch, num_graphs).unsqueeze(-1)
-
-
-def graph_log_sum(node_log: Tensor, batch: Tensor, num_graphs: int) -> Tensor:
-    """``log(sum(exp(node_log)))`` per graph, computed stably ([G])."""
-    peak = scatter(node_log.detach(), batch, dim=0, dim_size=num_graphs, reduce="max")
-    total = scatter((node_log - peak[batch]).exp(), batch, dim=0, dim_size=num_graphs, reduce="sum")
-    return total.log() + peak
 
 
 def node_targets(data: Any) -> Tensor:

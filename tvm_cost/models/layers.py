@@ -7,6 +7,7 @@ import warnings
 import torch
 from torch import Tensor, nn
 from torch_geometric.nn.aggr import MultiAggregation
+from torch_geometric.utils import scatter
 
 
 def mlp(in_dim: int, hidden: int, out_dim: int, *, layers: int, dropout: float, last_plain: bool = True
@@ -80,3 +81,10 @@ class SeerBlock(nn.Module):
         edges = self.aggr(e, edge_batch, dim_size=g)
         u = self.global_norm(u + self.global_mlp(torch.cat([u, nodes, edges], dim=-1)))
         return h, e, u
+
+
+def graph_log_sum(node_log: Tensor, batch: Tensor, num_graphs: int) -> Tensor:
+    """``log(sum(exp(node_log)))`` per graph, computed stably ([G])."""
+    peak = scatter(node_log.detach(), batch, dim=0, dim_size=num_graphs, reduce="max")
+    total = scatter((node_log - peak[batch]).exp(), batch, dim=0, dim_size=num_graphs, reduce="sum")
+    return total.log() + peak

@@ -10,7 +10,8 @@ from torch import Tensor
 
 from tvm_cost.models.config import ModelConfig
 from tvm_cost.models.ensemble import EnsembleModel
-from tvm_cost.models.kernel_sum import KernelSumNet, graph_log_sum, node_targets
+from tvm_cost.models.kernel_sum import KernelSumNet, node_targets
+from tvm_cost.models.layers import graph_log_sum
 from tvm_cost.train.config import TrainConfig
 from tvm_cost.train.loop import train
 
