@@ -84,7 +84,7 @@ class SeerBlock(nn.Module):
 
 
 def graph_log_sum(node_log: Tensor, batch: Tensor, num_graphs: int) -> Tensor:
-    """``log(sum(exp(node_log)))`` per graph, computed stably ([G])."""
+    """``log(sum(exp(node_log)))`` per graph, computed stably: [N] -> [G], or [N, H] -> [G, H] per column."""
     peak = scatter(node_log.detach(), batch, dim=0, dim_size=num_graphs, reduce="max")
     total = scatter((node_log - peak[batch]).exp(), batch, dim=0, dim_size=num_graphs, reduce="sum")
     return total.log() + peak

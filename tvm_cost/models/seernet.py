@@ -74,6 +74,5 @@ class SeerNet(GraphCostModel):
         h, g = self._propagate(x, edge_index, edge_attr, u, batch)
         node = torch.cat([head(torch.cat([h, g[batch]], dim=-1)) for head in self.heads.values()], dim=-1)
         # node shares in the heads' log space, summed in linear space, back to standardized log space
-        log_node = node * self.y_std + self.y_mean
-        total = torch.stack([graph_log_sum(log_node[:, k], batch, num_graphs) for k in range(node.shape[1])], -1)
+        total = graph_log_sum(node * self.y_std + self.y_mean, batch, num_graphs)
         return (total - self.y_mean) / self.y_std
