@@ -15,6 +15,7 @@ import tvm
 from tvm import relax
 
 from relay_passes.canonicalize import canonical_order
+from relay_passes.legalize_cache import LegalizeCache
 from relay_passes.shape_fold import shape_fold_constants
 
 FusionLevel = Literal["none", "default"]
@@ -46,6 +47,7 @@ def lower(
     *,
     fusion: FusionLevel = "default",
     constant_folding: ConstantFolding = "shape",
+    legalize_cache: LegalizeCache | None = None,
 ) -> LoweredModule:
     """Legalize and (optionally) fuse `mod` with TVM's own passes.
 
@@ -56,6 +58,8 @@ def lower(
             legalization, one PrimFunc per Relax op.
         constant_folding: "shape" folds what FoldConstant would, by shape only (fast; the constants become
             zeros, so never compile the result); "tvm" runs TVM's FoldConstant (compiles and runs each fold).
+        legalize_cache: Reuse PrimFuncs legalized for identical op calls of earlier modules (same result,
+            less time when many similar modules are lowered).
     """
     if fusion not in FUSION_LEVELS:
         raise ValueError(f"unknown fusion level {fusion!r}; choose one of {', '.join(FUSION_LEVELS)}")
@@ -69,7 +73,7 @@ def lower(
         fold,
         relax.transform.DecomposeOpsForInference(),
         relax.transform.CanonicalizeBindings(),
-        relax.transform.LegalizeOps(),
+        relax.transform.LegalizeOps(legalize_cache.legalize_map() if legalize_cache is not None else None),
         relax.transform.AnnotateTIROpPattern(),
         fold,
     ]

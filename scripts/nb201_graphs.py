@@ -8,6 +8,7 @@ Prints a JSON summary: graphs converted now, s/graph (median, mean), graphs with
 
 Cells are taken in a seeded random order (`cell_order`), so the first N done are a uniform sample of all 15,625;
 each cell is converted at every batch size before the next one starts. A rerun skips what is stored.
+`--shard I/N` splits the order between N processes (one per core) writing to the same folder.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ def main() -> None:
     parser.add_argument("--target", default="cuda-2080ti", help="target preset the graphs are built for")
     parser.add_argument("--limit", type=int, default=None, help="convert the first N cells of the seeded order")
     parser.add_argument("--seed", type=int, default=0, help="seed of the cell order")
+    parser.add_argument("--shard", default="0/1",
+                        help="I/N: convert every N-th cell of the order from the I-th, so N processes share one --out")
     parser.add_argument("--as-run", action="store_true",
                         help="every cell edge computed, none as x*0, as NAS-Bench-201 (and HELP) ran the networks")
     args = parser.parse_args()
@@ -52,7 +55,10 @@ def main() -> None:
         sys.exit(f"error: {err}")
     archs = {r.arch_index: r.arch for r in records}
     gpus_measured = collections.Counter((r.arch_index, r.batch) for r in records)
-    order = [int(i) for i in cell_order(seed=args.seed, n=len(archs))][: args.limit]
+    shard, shards = (int(v) for v in args.shard.split("/"))
+    if not 0 <= shard < shards:
+        sys.exit(f"error: --shard {args.shard}: want I/N with 0 <= I < N")
+    order = [int(i) for i in cell_order(seed=args.seed, n=len(archs))][: args.limit][shard::shards]
     converter = NB201GraphConverter(args.out, target=args.target, as_run=args.as_run)
     converter.root.mkdir(parents=True, exist_ok=True)
     import tvm
@@ -96,7 +102,9 @@ def main() -> None:
                "joined_with_help": joined, "wall_s": round(time.perf_counter() - start, 1),
                "s_per_graph_median": round(float(np.median(seconds)), 3) if seconds else None,
                "s_per_graph_mean": round(float(np.mean(seconds)), 3) if seconds else None,
-               "kernel_cache": {"hits": converter.cache.hits, "misses": converter.cache.misses}}
+               "kernel_cache": {"hits": converter.cache.hits, "misses": converter.cache.misses},
+               "legalize_cache": {"hits": converter.legalize_cache.hits,
+                                  "misses": converter.legalize_cache.misses}}
     print(json.dumps(summary, indent=1))
 
 

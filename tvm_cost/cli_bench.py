@@ -103,7 +103,7 @@ def _bench_kernel(args: argparse.Namespace) -> None:
         table.add_row(kind, *(f"{row[b]:.3f}" if row[b] is not None else "-" for b in budgets),
                       f"{summary['median_wall_s'][kind]:.0f}")
     console.print(table)
-    console.print(f"gnn reaches XGBModel's {budgets[-1]}-trial best in a median of "
-                  f"{summary['gnn_median_trials_to_reference']} trials, "
-                  f"{summary['gnn_median_seconds_to_reference']} s (reached in {summary['gnn_reached_reference']} "
-                  f"runs); wrote {out / 'summary.json'}, {plot_curves(runs, out / 'curves.png')}")
+    for kind, reach in summary["to_reference"].items():
+        console.print(f"{kind} reaches XGBModel's {budgets[-1]}-trial best in a median of {reach['median_trials']} "
+                      f"trials, {reach['median_seconds']} s (reached in {reach['reached']} runs)")
+    console.print(f"wrote {out / 'summary.json'}, {plot_curves(runs, out / 'curves.png')}")

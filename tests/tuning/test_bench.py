@@ -45,10 +45,9 @@ def test_summarize_uses_the_better_xgb_and_counts_trials_to_reach_it():
     assert s["tasks"] == 2
     assert s["per_task"]["a"]["reference_kind"] == "xgb-warm16" and s["per_task"]["a"]["reference_ms"] == 5.5
     assert s["per_task"]["b"]["reference_kind"] == "xgb" and s["per_task"]["b"]["reference_ms"] == 2
-    assert s["per_task"]["a"]["gnn_trials_to_reference"] == [3.0, np.inf]
-    assert s["gnn_median_trials_to_reference"] == 3.0  # of 3, inf, 1
-    assert s["gnn_median_seconds_to_reference"] == 3.0
-    assert s["gnn_reached_reference"] == "2/3"
+    assert s["per_task"]["a"]["trials_to_reference"] == {"gnn": [3.0, np.inf]}
+    assert s["to_reference"] == {"gnn": {"median_trials": 3.0, "median_seconds": 3.0,  # of 3, inf, 1
+                                         "reached": "2/3"}}
     gnn_at_4 = np.sqrt((np.median([4, 8]) / 5.5) * (1 / 2))
     assert s["best_vs_reference_geomean"]["gnn"][4] == pytest.approx(gnn_at_4)
     assert s["best_vs_reference_geomean"]["xgb"][4] == pytest.approx(np.sqrt((6.5 / 5.5) * 1.0))
@@ -119,6 +118,9 @@ def test_gnn_kinds_take_the_given_checkpoint(tmp_path):
     assert gnn.describe()["source"] == str(weights)
     ensemble = cost_model_for("ensemble", target={"kind": "llvm", "num-cores": 1}, seed=0, checkpoint=weights)
     assert ensemble.gnn.describe()["source"] == str(weights)
+    early = cost_model_for("ensemble-warm16", target={"kind": "llvm", "num-cores": 1}, seed=0, checkpoint=weights)
+    assert early.gnn.describe()["source"] == str(weights)
+    assert early.xgb_warmup == 16 and early.xgb.num_warmup_samples == 16
 
 
 def test_default_exclusion_covers_every_measured_folder(tmp_path):

@@ -23,7 +23,8 @@ import numpy as np
 
 from tvm_cost.errors import TvmCostError
 
-BENCH_KINDS: tuple[str, ...] = ("xgb", "xgb-warm16", "gnn", "ensemble", "random")
+BENCH_KINDS: tuple[str, ...] = ("xgb", "xgb-warm16", "gnn", "ensemble", "ensemble-warm16", "random")
+REFERENCE_KINDS: tuple[str, ...] = ("xgb", "xgb-warm16")
 
 
 @dataclass(frozen=True)
@@ -55,12 +56,19 @@ class BenchRun:
 
 
 def cost_model_for(kind: str, *, target: Any, seed: int, checkpoint: str | Path | None = "auto") -> Any:
-    """The cost model of a bench kind: "xgb-warm16" is TVM's XGBModel trusting its fit after 16 samples, not 100."""
+    """The cost model of a bench kind: "xgb-warm16" is TVM's XGBModel trusting its fit after 16 samples, not 100;
+    "ensemble-warm16" is the ensemble with that XGBModel, weighted in from 16 samples."""
+    from tvm_cost.tuning.config import GNNCostModelConfig
+    from tvm_cost.tuning.cost_model import GNNCostModel
+    from tvm_cost.tuning.ensemble import EnsembleCostModel
     from tvm_cost.tuning.tune import make_cost_model
     from tvm_cost.tuning.xgb import make_xgb
 
     if kind == "xgb-warm16":
         return make_xgb(num_warmup_samples=16)
+    if kind == "ensemble-warm16":
+        gnn = GNNCostModel(checkpoint=checkpoint, target=target, config=GNNCostModelConfig(seed=seed))
+        return EnsembleCostModel(gnn, make_xgb(num_warmup_samples=16), xgb_warmup=16)
     if kind not in BENCH_KINDS:
         raise ValueError(f"unknown bench cost model {kind!r}; choose from {', '.join(BENCH_KINDS)}")
     return make_cost_model(kind, target=target, seed=seed, checkpoint=checkpoint)  # type: ignore[arg-type]
@@ -216,14 +224,15 @@ def _best_at(run: BenchRun, budget: int) -> float:
     return float(curve[min(budget, len(curve)) - 1]) if len(curve) else np.inf
 
 
-def summarize(runs: Sequence[BenchRun], budgets: Sequence[int], *, reference: Sequence[str] = ("xgb", "xgb-warm16"),
-              challenger: str = "gnn") -> dict[str, Any]:
+def summarize(runs: Sequence[BenchRun], budgets: Sequence[int], *,
+              reference: Sequence[str] = REFERENCE_KINDS) -> dict[str, Any]:
     """The comparison over tasks and seeds.
 
     The reference latency of a task is the best after the largest budget of the better `reference` kind (lower
     median over seeds). Reports, per kind and budget, the geometric mean over tasks of (median over seeds of the
-    best latency) / reference, below 1 is better; and for `challenger`, the trials and seconds (search, builds
-    and runs included) its runs need to reach the reference, median over (task, seed), inf where never reached.
+    best latency) / reference, below 1 is better; and for every other kind ("to_reference"), the trials and
+    seconds (search, builds and runs included) its runs need to reach the reference, median over (task, seed),
+    inf where never reached.
     """
     top = max(budgets)
     by_task: dict[str, list[BenchRun]] = {}
@@ -232,8 +241,8 @@ def summarize(runs: Sequence[BenchRun], budgets: Sequence[int], *, reference: Se
     kinds = sorted({r.kind for r in runs}, key=lambda k: (BENCH_KINDS + (k,)).index(k))
     per_task: dict[str, Any] = {}
     ratios: dict[str, dict[int, list[float]]] = {k: {b: [] for b in budgets} for k in kinds}
-    reach_trials: list[float] = []
-    reach_s: list[float] = []
+    challengers = [k for k in kinds if k not in reference]
+    reached: dict[str, list[tuple[float, float]]] = {k: [] for k in challengers}
     for shash, task_runs in by_task.items():
         best = {k: {b: float(np.median([_best_at(r, b) for r in task_runs if r.kind == k])) for b in budgets}
                 for k in kinds if any(r.kind == k for r in task_runs)}
@@ -245,26 +254,31 @@ def summarize(runs: Sequence[BenchRun], budgets: Sequence[int], *, reference: Se
         for k, row in best.items():
             for b, v in row.items():
                 ratios[k][b].append(v / ref)
-        reached = []
+        to_ref: dict[str, list[float]] = {k: [] for k in challengers}
         for r in task_runs:
-            if r.kind != challenger:
+            if r.kind not in to_ref:
                 continue
-            curve = r.best_curve()
-            hit = np.nonzero(curve <= ref)[0]
-            reached.append((float(hit[0] + 1), float(r.trials[hit[0]][0])) if len(hit) else (np.inf, np.inf))
-        reach_trials += [t for t, _ in reached]
-        reach_s += [s for _, s in reached]
+            hit = np.nonzero(r.best_curve() <= ref)[0]
+            trial, seconds = (float(hit[0] + 1), float(r.trials[hit[0]][0])) if len(hit) else (np.inf, np.inf)
+            reached[r.kind].append((trial, seconds))
+            to_ref[r.kind].append(trial)
         per_task[shash] = {"task_name": task_runs[0].task_name, "reference_kind": ref_kind, "reference_ms": ref,
-                           "best_ms": best, f"{challenger}_trials_to_reference": [t for t, _ in reached]}
+                           "best_ms": best, "trials_to_reference": to_ref}
     geo = {k: {b: float(np.exp(np.mean(np.log(v)))) if v else None for b, v in row.items()}
            for k, row in ratios.items()}
     return {"budgets": list(budgets), "tasks": len(per_task), "seeds": sorted({r.seed for r in runs}),
             "best_vs_reference_geomean": geo,
-            f"{challenger}_median_trials_to_reference": float(np.median(reach_trials)) if reach_trials else None,
-            f"{challenger}_median_seconds_to_reference": float(np.median(reach_s)) if reach_s else None,
-            f"{challenger}_reached_reference": f"{sum(np.isfinite(reach_trials))}/{len(reach_trials)}",
+            "to_reference": {k: _reach_summary(v) for k, v in reached.items()},
             "median_wall_s": {k: float(np.median([r.wall_s for r in runs if r.kind == k])) for k in kinds},
             "per_task": per_task}
+
+
+def _reach_summary(reached: Sequence[tuple[float, float]]) -> dict[str, Any]:
+    """Median trials and seconds to the reference over runs (inf where never reached), and how many reached it."""
+    trials, seconds = np.array([t for t, _ in reached], float), np.array([s for _, s in reached], float)
+    return {"median_trials": float(np.median(trials)) if len(trials) else None,
+            "median_seconds": float(np.median(seconds)) if len(seconds) else None,
+            "reached": f"{int(np.isfinite(trials).sum())}/{len(trials)}"}
 
 
 def plot_curves(runs: Sequence[BenchRun], path: str | Path) -> Path:

@@ -5,7 +5,8 @@ Layout under ``root``: ``batch<B>/<arch_index:05d>.npz`` with the arrays of
 ``<arch_index:05d>.empty`` for cells TVM compiles to nothing (see `NB201GraphConverter.convert`),
 ``timings.jsonl`` with one line per converted graph (``arch_index``, ``batch``, ``seconds``, ``nodes``).
 Each graph is TVM's: :func:`nb201_to_relax` (batch norm emitted in folded form), ``relay_passes.lower`` and
-``relay_passes.build.graph_from_lowered`` with a shared :class:`relay_passes.schedule.KernelCache`.
+``relay_passes.build.graph_from_lowered`` with a shared :class:`relay_passes.schedule.KernelCache` and
+:class:`relay_passes.legalize_cache.LegalizeCache`.
 
 HELP latencies are not stored here; :mod:`tvm_cost.estimation.help_study` joins them at load time.
 """
@@ -57,14 +58,17 @@ class NB201GraphConverter:
     target: str = "cuda-2080ti"
     as_run: bool = False
     cache: Any = field(default=None, init=False)
+    legalize_cache: Any = field(default=None, init=False)
 
     def __post_init__(self) -> None:
+        from relay_passes.legalize_cache import LegalizeCache
         from relay_passes.schedule import KernelCache
         from tvm_cost.targets import resolve_target
 
         self.root = Path(self.root)
         self.resolved = resolve_target(self.target)
         self.cache = KernelCache()
+        self.legalize_cache = LegalizeCache()
 
     def arrays(self, arch: str, batch: int) -> dict[str, np.ndarray]:
         """Graph arrays of one cell string at one batch size (not stored)."""
@@ -74,7 +78,7 @@ class NB201GraphConverter:
         from tvm_cost.features.arrays import graph_arrays
 
         lowered = lower(nb201_to_relax(arch, batch=batch, fold_batch_norm=True, as_run=self.as_run),
-                        self.resolved.tvm_target())
+                        self.resolved.tvm_target(), legalize_cache=self.legalize_cache)
         graph = graph_from_lowered(lowered, self.resolved, source=f"nb201:{arch}", batch_size=batch,
                                    cache=self.cache)
         return graph_arrays(graph)
