@@ -100,7 +100,7 @@ def graph_from_lowered(
             return {**workload, **{k: scheduled[k] for k in _SCHEDULE_STATS}}
 
         # A database schedule is keyed by its record in `schedule_kernels`; its counts are cheap to redo.
-        if cache is not None and kernels[name].source == "default":
+        if cache is not None and kernels[name].source != "database":
             stats[name] = cache.memo(("tir_stats", hashes[name], str(tvm_target)), kernel_stats)
         else:
             stats[name] = kernel_stats()

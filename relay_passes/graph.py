@@ -36,7 +36,8 @@ class OpNode:
         output_shape: Shape of its (first) output.
         output_dtype: Dtype of its (first) output.
         stats: Static counts (FLOPs, bytes, loops ...) from `relay_passes.tir_stats`.
-        schedule_source: "default" (TVM's pipeline schedule for the target) or "database" (a tuning record).
+        schedule_source: "default" (TVM's pipeline schedule for the target), "database" (a tuning record) or
+            "default-fallback" (TVM's CUDA rules without DLight's Matmul rule, which raised on this kernel).
         store_features: float32[S, 164] MetaSchedule PerStoreFeature rows of the scheduled kernel.
     """
 

@@ -10,7 +10,7 @@ from tvm.s_tir import meta_schedule as ms
 
 from relay_helpers import call_tir_count
 
-from relay_passes.build import build_operator_graph
+from relay_passes.build import build_operator_graph, graph_from_lowered
 from relay_passes.lower import lower
 from relay_passes.schedule import workload_module
 from tvm_cost.errors import TvmCostError
@@ -93,3 +93,20 @@ def test_a_module_without_kernels_is_an_empty_graph():
         bb.emit_func_output(x)
     with pytest.raises(TvmCostError, match="empty graph"):
         build_operator_graph(bb.get(), "llvm", source="identity")
+
+
+def test_kernels_dlight_matmul_fails_on_get_the_other_cuda_rules(caplog):
+    """DLight's Matmul rule raises on a conv fused with a long add/multiply chain (skip/none-only NB201 cells run
+    as HELP ran them); those kernels are scheduled by the other rules and say so, the rest keep TVM's default."""
+    from tvm_cost.data.external.nasbench201_relax import nb201_to_relax
+    from tvm_cost.targets import resolve_target
+
+    resolved = resolve_target("cuda-2080ti")
+    cell = "|skip_connect~0|+|none~0|skip_connect~1|+|none~0|none~1|skip_connect~2|"
+    mod = nb201_to_relax(cell, as_run=True, channels=4, cells_per_stage=2, batch=2)
+    graph = graph_from_lowered(lower(mod, resolved.tvm_target()), resolved, batch_size=2)
+    fallback = [n for n in graph.nodes if n.schedule_source == "default-fallback"]
+    assert fallback and all(n.op_kinds[0] == "conv2d" and len(n.op_kinds) > 8 for n in fallback)
+    assert any(n.schedule_source == "default" for n in graph.nodes)
+    assert all(n.store_features.shape[0] > 0 for n in fallback)
+    assert "scheduled without it" in caplog.text
