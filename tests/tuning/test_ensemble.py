@@ -70,6 +70,17 @@ def test_rule_cold_xgb_is_ignored_then_ramps_in(task):
     assert model.current_weights() == (1.0, 1.0)
 
 
+def test_default_xgb_member_is_trusted_from_16_samples():
+    """The augment mode's XGBModel counts after XGB_WARMUP samples, not TVM's 100 (docs/kernel_model.md)."""
+    from tvm_cost.tuning.ensemble import XGB_WARMUP
+    from tvm_cost.tuning.tune import make_cost_model
+
+    model = EnsembleCostModel(FixedScores([1.0]))
+    assert model.xgb.num_warmup_samples == model.xgb_warmup == XGB_WARMUP == 16
+    tuned = make_cost_model("ensemble", checkpoint=None)
+    assert tuned.xgb_warmup == 16 and tuned.xgb.num_warmup_samples == 16
+
+
 def test_percentile_ranks():
     np.testing.assert_allclose(percentile_ranks(np.array([2.0, 2.0, 1.0, np.nan])), [0.875, 0.875, 0.5, 0.25])
 

@@ -57,7 +57,8 @@ class BenchRun:
 
 def cost_model_for(kind: str, *, target: Any, seed: int, checkpoint: str | Path | None = "auto") -> Any:
     """The cost model of a bench kind: "xgb-warm16" is TVM's XGBModel trusting its fit after 16 samples, not 100;
-    "ensemble-warm16" is the ensemble with that XGBModel, weighted in from 16 samples."""
+    "ensemble" is the ensemble with TVM's XGBModel as shipped (100 samples), "ensemble-warm16" the one
+    ``tvm-cost tune --cost-model ensemble`` uses (XGBModel weighted in from 16 samples)."""
     from tvm_cost.tuning.config import GNNCostModelConfig
     from tvm_cost.tuning.cost_model import GNNCostModel
     from tvm_cost.tuning.ensemble import EnsembleCostModel
@@ -66,9 +67,9 @@ def cost_model_for(kind: str, *, target: Any, seed: int, checkpoint: str | Path 
 
     if kind == "xgb-warm16":
         return make_xgb(num_warmup_samples=16)
-    if kind == "ensemble-warm16":
+    if kind in ("ensemble", "ensemble-warm16"):
         gnn = GNNCostModel(checkpoint=checkpoint, target=target, config=GNNCostModelConfig(seed=seed))
-        return EnsembleCostModel(gnn, make_xgb(num_warmup_samples=16), xgb_warmup=16)
+        return EnsembleCostModel(gnn, make_xgb(num_warmup_samples=16 if kind == "ensemble-warm16" else 100))
     if kind not in BENCH_KINDS:
         raise ValueError(f"unknown bench cost model {kind!r}; choose from {', '.join(BENCH_KINDS)}")
     return make_cost_model(kind, target=target, seed=seed, checkpoint=checkpoint)  # type: ignore[arg-type]

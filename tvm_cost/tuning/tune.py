@@ -71,7 +71,7 @@ def make_cost_model(kind: CostModelKind | ms.cost_model.CostModel, *, target: An
     if kind == "xgb":
         return make_xgb()
     if kind == "ensemble":
-        return EnsembleCostModel(GNNCostModel(checkpoint=checkpoint, target=target, config=config), make_xgb())
+        return EnsembleCostModel(GNNCostModel(checkpoint=checkpoint, target=target, config=config))
     return ms.cost_model.RandomModel(seed=seed)
 
 
