@@ -6,7 +6,7 @@ weighted mean ``(w_gnn * r_gnn + w_xgb * r_xgb) / (w_gnn + w_xgb)``, in (0, 1]. 
 The default XGB member is `XGBModel` trusting its fit after `XGB_WARMUP` (16) samples instead of TVM's 100: on
 held-out tasks that ensemble beat every other cost model at 16-128 trials (docs/kernel_model.md).
 ``w_xgb`` is 0 while the XGB model is cold -- `XGBModel` draws uniform random scores until it holds
-`num_warmup_samples` (100) measurements and a booster -- then ``xgb_weight * min(1, n / (2 * warmup))`` as its
+`num_warmup_samples` measurements (16 for the default member, 100 as TVM ships it) and a booster -- then ``xgb_weight * min(1, n / (2 * warmup))`` as its
 data grow (half weight at warm-up, full weight from twice that). While ``w_xgb`` is 0 the XGB model is not asked
 to predict at all (it would only draw noise and extract features for nothing). Both models see every update.
 """
@@ -51,8 +51,8 @@ class EnsembleCostModel(PyCostModel):
         gnn: A `GNNCostModel` (or any cost model); None: ``GNNCostModel()``.
         xgb: An `XGBModel` (or any cost model); None: ``make_xgb(num_warmup_samples=XGB_WARMUP)``.
         gnn_weight, xgb_weight: Full weights of the two members.
-        xgb_warmup: Measurements before the XGB member counts; None: its `num_warmup_samples` (100 for
-            `XGBModel`; `XGBModel` must also have a booster). For other cost models, the valid results seen.
+        xgb_warmup: Measurements before the XGB member counts; None: its `num_warmup_samples` (16 for the default
+            member; `XGBModel` must also have a booster). For other cost models, the valid results seen.
     """
 
     def __init__(self, gnn: Any = None, xgb: Any = None, *, gnn_weight: float = 1.0, xgb_weight: float = 1.0,
