@@ -59,20 +59,18 @@ def cost_model_for(kind: str, *, target: Any, seed: int, checkpoint: str | Path 
     """The cost model of a bench kind: "xgb-warm16" is TVM's XGBModel trusting its fit after 16 samples, not 100;
     "ensemble" is the ensemble with TVM's XGBModel as shipped (100 samples), "ensemble-warm16" the one
     ``tvm-cost tune --cost-model ensemble`` uses (XGBModel weighted in from 16 samples)."""
-    from tvm_cost.tuning.config import GNNCostModelConfig
-    from tvm_cost.tuning.cost_model import GNNCostModel
-    from tvm_cost.tuning.ensemble import EnsembleCostModel
+    from tvm_cost.tuning.ensemble import XGB_WARMUP, EnsembleCostModel
     from tvm_cost.tuning.tune import make_cost_model
     from tvm_cost.tuning.xgb import make_xgb
 
     if kind == "xgb-warm16":
-        return make_xgb(num_warmup_samples=16)
-    if kind in ("ensemble", "ensemble-warm16"):
-        gnn = GNNCostModel(checkpoint=checkpoint, target=target, config=GNNCostModelConfig(seed=seed))
-        return EnsembleCostModel(gnn, make_xgb(num_warmup_samples=16 if kind == "ensemble-warm16" else 100))
+        return make_xgb(num_warmup_samples=XGB_WARMUP)
+    if kind == "ensemble":
+        return EnsembleCostModel(make_cost_model("gnn", target=target, seed=seed, checkpoint=checkpoint), make_xgb())
     if kind not in BENCH_KINDS:
         raise ValueError(f"unknown bench cost model {kind!r}; choose from {', '.join(BENCH_KINDS)}")
-    return make_cost_model(kind, target=target, seed=seed, checkpoint=checkpoint)  # type: ignore[arg-type]
+    shipped = "ensemble" if kind == "ensemble-warm16" else kind
+    return make_cost_model(shipped, target=target, seed=seed, checkpoint=checkpoint)  # type: ignore[arg-type]
 
 
 def _trial_log() -> Any:
