@@ -9,6 +9,7 @@ task extraction and the noise check fit in 10 minutes); rerun the same command t
 
 Usage:
     OUT=/path/to/out python scripts/gpu_collect.py [--budget-s 420] [--models zoo:resnet18,resolution=64 ...]
+        [--sample 40 --seed 0]
     (scripts/gpu_collect.sh wraps it with an environment check and a hard timeout.)
 """
 
@@ -48,7 +49,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=os.environ.get("OUT", "gpu_out"), help="output folder (default: $OUT)")
     parser.add_argument("--budget-s", type=float, default=420.0, help="seconds of collection")
-    parser.add_argument("--models", nargs="+", default=DEFAULT_MODELS, help="model specs (zoo:... or .onnx)")
+    parser.add_argument("--models", nargs="+", default=None,
+                        help="model specs (zoo:... or .onnx); default: a small set, or none with --sample")
+    parser.add_argument("--sample", type=int, default=0, metavar="N",
+                        help="also collect N sampled zoo configurations (every family, for held-out-family studies)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the configuration sampler")
+    parser.add_argument("--max-flop", type=float, default=None, help="skip tasks above this many FLOPs a call")
     parser.add_argument("--target", default=None, help="target JSON or tag (default: from nvidia-smi)")
     parser.add_argument("--trials-per-task", type=int, default=32)
     parser.add_argument("--batch-size", type=int, default=32)
@@ -62,14 +68,18 @@ def main() -> int:
     start = time.monotonic()
 
     from tvm_cost.collect import remeasure, run_collect
+    from tvm_cost.zoo import sample_configs, to_spec
+
+    models = list(args.models if args.models is not None else ([] if args.sample else DEFAULT_MODELS))
+    models += [to_spec(cfg.pop("name"), cfg) for cfg in sample_configs(None, args.sample, args.seed)]
 
     target = json.loads(args.target) if args.target and args.target.startswith("{") else args.target
     target = target or gpu_target()
     out_root = Path(args.out) / "tuning_logs"
     summary = run_collect(
-        models=args.models, target=target, out_root=out_root, trials_per_task=args.trials_per_task,
+        models=models, target=target, out_root=out_root, trials_per_task=args.trials_per_task,
         batch_size=args.batch_size, builder_workers=os.cpu_count(), run_timeout_s=10.0, max_tasks=args.max_tasks,
-        time_budget_s=args.budget_s, progress=not args.no_progress, command=" ".join(sys.argv))
+        time_budget_s=args.budget_s, max_flop=args.max_flop, progress=not args.no_progress, command=" ".join(sys.argv))
     out_dir = Path(summary["out_dir"])
     print(json.dumps(summary, indent=1), flush=True)
     if args.noise_k > 0 and summary["measured"] > 0:

@@ -69,6 +69,34 @@ def test_device_type_and_cuda_env(llvm_target):
     assert env in ({}, {"TVM_CUDA_COMPILE_MODE": "nvcc"})
 
 
+class _FakeCudaImport:
+    """A CUDA module import whose `inspect_source(fmt)` returns or raises what is given for `fmt`."""
+
+    kind = "cuda"
+
+    def __init__(self, sources):
+        self.sources = sources
+
+    def inspect_source(self, fmt=""):
+        src = self.sources.get(fmt, "")
+        if isinstance(src, Exception):
+            raise src
+        return src
+
+
+def test_cuda_imports_holding_device_code_are_not_recompiled(llvm_target):
+    """Where a CUDA runtime is linked TVM compiles kernels itself, and reading the cubin as text raises (seen on an
+    H200: every build failed before this); such imports, and those with PTX, are left alone."""
+    cubin = _FakeCudaImport({"cubin": UnicodeDecodeError("utf-8", b"\xed", 0, 1, "invalid continuation byte")})
+    ptx = _FakeCudaImport({"ptx": ".version 8.0"})
+    mod = type("RtMod", (), {"imports": [cubin, ptx]})()
+    assert fast.compile_cuda_imports(mod, llvm_target) == 0
+    source_only = _FakeCudaImport({"": "not CUDA"})
+    mod = type("RtMod", (), {"imports": [source_only]})()
+    with pytest.raises(RuntimeError):  # source without a binary goes to the CUDA compiler, which rejects it
+        fast.compile_cuda_imports(mod, llvm_target)
+
+
 def test_workers_die_with_a_killed_parent():
     import psutil
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 
 from collect_helpers import LLVM, fake_record, fake_workload
 
-from tvm_cost.collect.manifest import compress_databases, write_manifest
+from tvm_cost.collect.manifest import compress_databases, gpu_info, write_manifest
 from tvm_cost.collect.records import load_records
 from tvm_cost.collect.store import RecordStore
 
@@ -30,6 +31,30 @@ def test_manifest_contents(tmp_path):
     assert set(man["versions"]) >= {"tvm", "tvm_ffi"} and man["versions"]["tvm"].startswith("0.")
     assert [r["command"] for r in man["runs"]] == ["tvm-cost collect", "again"]
     assert man["settings"] == {"evaluator": {"number": 1}}  # kept when a run gives none
+
+
+def test_cuda_manifest_names_the_gpu_and_keeps_it(tmp_path, monkeypatch):
+    """A fake nvidia-smi on PATH: its GPU is recorded for a CUDA target, kept by a later write without one."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    smi = bindir / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho 'NVIDIA H200, 9.0, 580.159.04, 143771 MiB'\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    root = tmp_path / "cuda"
+    _store(root)
+    cuda = {"kind": "cuda", "arch": "sm_90"}
+    write_manifest(root, target=cuda)
+    expected = {"name": "NVIDIA H200", "compute_cap": "9.0", "driver": "580.159.04", "memory": "143771 MiB"}
+    assert json.loads((root / "MANIFEST.json").read_text())["gpu"] == expected
+    smi.write_text("#!/bin/sh\nexit 9\n")  # nvidia-smi failing later (e.g. compressing on a CPU machine)
+    assert gpu_info() is None
+    write_manifest(root, target=cuda)
+    assert json.loads((root / "MANIFEST.json").read_text())["gpu"] == expected
+    smi.write_text("#!/bin/sh\necho 'NVIDIA H200, 9.0, 580.159.04, 143771 MiB'\n")
+    _store(tmp_path / "cpu")
+    write_manifest(tmp_path / "cpu", target=LLVM)  # the fake GPU is still on PATH: a CPU target never names it
+    assert "gpu" not in json.loads((tmp_path / "cpu" / "MANIFEST.json").read_text())
 
 
 def test_compress_then_load(tmp_path):

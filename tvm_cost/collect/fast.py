@@ -103,6 +103,17 @@ def build_module(mod: tvm.IRModule, target: tvm.target.Target) -> Any:
     return rt_mod
 
 
+def _has_binary(imp: Any) -> bool:
+    """Whether a CUDA import already holds device code (TVM compiles it itself where a CUDA runtime is linked)."""
+    for fmt in ("cubin", "ptx", "fatbin"):
+        try:
+            if imp.inspect_source(fmt):
+                return True
+        except UnicodeDecodeError:  # a cubin/fatbin: bytes that are no text
+            return True
+    return False
+
+
 def compile_cuda_imports(rt_mod: Any, target: tvm.target.Target) -> int:
     """Compile the CUDA source of `rt_mod`'s CUDA imports that carry no binary yet; returns how many.
 
@@ -114,7 +125,7 @@ def compile_cuda_imports(rt_mod: Any, target: tvm.target.Target) -> int:
 
     compiled = 0
     for imp in rt_mod.imports:
-        if imp.kind != "cuda" or any(imp.inspect_source(fmt) for fmt in ("cubin", "ptx", "fatbin")):
+        if imp.kind != "cuda" or _has_binary(imp):
             continue
         with target:
             nvcc.compile_cuda(imp.inspect_source(), target_format="cubin",

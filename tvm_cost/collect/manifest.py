@@ -1,8 +1,9 @@
 """Provenance of a tuning-log folder: ``MANIFEST.json`` and compression of finished databases.
 
 The manifest lists every data file with its sha256 and record count, and what produced it: the target JSON, the
-CPU model, the TVM and tvm-ffi versions, the measurement settings, and one entry per collection run (start and end
-dates, command line, summary). Loaders read ``.json`` and ``.json.gz`` alike (`records.load_records`).
+CPU model (and for CUDA targets the GPU's name and driver), the TVM and tvm-ffi versions, the measurement settings,
+and one entry per collection run (start and end dates, command line, summary). Loaders read ``.json`` and
+``.json.gz`` alike (`records.load_records`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import logging
 import os
 import platform
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -59,6 +61,22 @@ def cpu_model() -> str:
         return host_cpu_spec().name
     except Exception:  # pylint: disable=broad-except  # provenance must never fail a collection
         return platform.processor() or "unknown CPU"
+
+
+def gpu_info() -> dict[str, str] | None:
+    """GPU 0's name, compute capability and driver from `nvidia-smi`, or None where there is no usable one.
+
+    CUDA records are facts about one GPU: the manifest names it as it names the CPU of CPU records.
+    """
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,compute_cap,driver_version,memory.total",
+                              "--format=csv,noheader"], capture_output=True, text=True, check=True, timeout=30)
+        name, cap, driver, memory = (x.strip() for x in out.stdout.splitlines()[0].split(","))
+    except (OSError, subprocess.SubprocessError, IndexError, ValueError):
+        return None
+    return {"name": name, "compute_cap": cap, "driver": driver, "memory": memory}
 
 
 def check_same_machine(path: str | Path, recorded: str | None, *, current: str | None = None) -> None:
@@ -151,10 +169,12 @@ def write_manifest(
         except json.JSONDecodeError:
             log.warning("%s: unreadable; writing a fresh manifest", path)
     runs = list(old.get("runs", [])) + ([run] if run else [])
+    gpu = (gpu_info() if target.get("kind") == "cuda" else None) or old.get("gpu")
     manifest = {
         "format": "MetaSchedule JSONDatabase (database_*: measured; failures_*: failed, run_secs null)",
         "target": target,
         "cpu_model": cpu_model(),
+        **({"gpu": gpu} if gpu else {}),
         "hostname": platform.node(),
         "versions": versions(),
         "settings": settings if settings is not None else old.get("settings", {}),
