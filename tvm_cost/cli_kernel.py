@@ -116,6 +116,7 @@ def _train(args: argparse.Namespace) -> None:
 
     import torch.distributed as dist
 
+    from tvm_cost.collect.manifest import manifest_gpu
     from tvm_cost.features.program_schema import PROGRAM_SCHEMA
     from tvm_cost.train import pairwise_accuracy, save_checkpoint
     from tvm_cost.tuning.offline import data_target, family_split, predict_log_ms, task_families, train_gnn
@@ -148,7 +149,7 @@ def _train(args: argparse.Namespace) -> None:
         weights = save_checkpoint(args.out, model, schema=PROGRAM_SCHEMA, extra={
             "target": target, "data": str(args.data), "records": len(items), "tasks": tasks,
             "excluded_families": excluded,
-            "measured_on": _measured_on(args.data, target),
+            "measured_on": _measured_on(args.data, target), "gpu": manifest_gpu(args.data),
             "train_config": train_config.to_dict(), "processes": dist.get_world_size() if distributed else 1,
             "tvm_version": version("apache-tvm"), "tvm_ffi_version": version("apache-tvm-ffi")})
     _console().print(
@@ -159,7 +160,8 @@ def _train(args: argparse.Namespace) -> None:
 
 
 def _measured_on(data: str, target: Any) -> str | None:
-    """The CPU a CPU target's training latencies were timed on (the data folder's MANIFEST); None for GPUs."""
+    """The CPU a CPU target's training latencies were timed on (the data folder's MANIFEST); None for GPUs, whose
+    records name their GPU under ``gpu``."""
     from tvm_cost.collect.manifest import manifest_cpu
 
     kind = target.get("kind") if isinstance(target, dict) else str(target or "")

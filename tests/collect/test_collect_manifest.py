@@ -8,7 +8,7 @@ import os
 
 from collect_helpers import LLVM, fake_record, fake_workload
 
-from tvm_cost.collect.manifest import compress_databases, gpu_info, write_manifest
+from tvm_cost.collect.manifest import compress_databases, gpu_info, manifest_gpu, write_manifest
 from tvm_cost.collect.records import load_records
 from tvm_cost.collect.store import RecordStore
 
@@ -46,7 +46,7 @@ def test_cuda_manifest_names_the_gpu_and_keeps_it(tmp_path, monkeypatch):
     cuda = {"kind": "cuda", "arch": "sm_90"}
     write_manifest(root, target=cuda)
     expected = {"name": "NVIDIA H200", "compute_cap": "9.0", "driver": "580.159.04", "memory": "143771 MiB"}
-    assert json.loads((root / "MANIFEST.json").read_text())["gpu"] == expected
+    assert json.loads((root / "MANIFEST.json").read_text())["gpu"] == expected == manifest_gpu(root)
     smi.write_text("#!/bin/sh\nexit 9\n")  # nvidia-smi failing later (e.g. compressing on a CPU machine)
     assert gpu_info() is None
     write_manifest(root, target=cuda)

@@ -32,6 +32,7 @@ def test_train_and_eval_commands(tiny_logs, tmp_path, capsys):
     model, meta = load_checkpoint(ckpt, schema=PROGRAM_SCHEMA)
     assert meta["extra"]["records"] == 16 and meta["extra"]["target"] == {"kind": "llvm", "num-cores": 1}
     assert meta["extra"]["measured_on"] == "SYNTHETIC CPU"  # the CPU in the data folder's MANIFEST
+    assert meta["extra"]["gpu"] is None  # CPU records name no GPU
 
     assert main(["train", str(tiny_logs), "--out", str(tmp_path / "no_fam1"), "--exclude-families", "fam1",
                  *small]) == 0

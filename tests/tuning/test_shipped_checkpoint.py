@@ -1,5 +1,5 @@
-"""The checkpoint shipped in the package: small, safetensors + JSON only, current feature schema, loaded by
-`GNNCostModel()` for its target; a stale schema is refused in one line."""
+"""The checkpoints shipped in the package (CPU: llvm-1core; GPU: cuda-h200): small, safetensors + JSON only,
+current feature schema, loaded by `GNNCostModel()` for their target; a stale schema is refused in one line."""
 
 from __future__ import annotations
 
@@ -16,21 +16,29 @@ from tvm_cost.tuning import CHECKPOINT_DIR, GNNCostModel
 SHIPPED = CHECKPOINT_DIR / "llvm-1core.safetensors"
 
 
-def test_shipped_checkpoint_matches_the_schema_and_loads_without_pickle():
-    assert SHIPPED.is_file() and SHIPPED.with_suffix(".json").is_file()
-    assert SHIPPED.stat().st_size < 5e6
-    assert sorted(p.name for p in CHECKPOINT_DIR.iterdir() if p.name.startswith("llvm-1core")) == \
-        ["llvm-1core.json", "llvm-1core.safetensors"]  # nothing pickled beside it
-    meta = read_metadata(SHIPPED)
+@pytest.mark.parametrize("name,kind", [("llvm-1core", "llvm"), ("cuda-h200", "cuda")])
+def test_shipped_checkpoint_matches_the_schema_and_loads_without_pickle(name, kind):
+    shipped = CHECKPOINT_DIR / f"{name}.safetensors"
+    assert shipped.is_file() and shipped.with_suffix(".json").is_file()
+    assert shipped.stat().st_size < 5e6
+    assert sorted(p.name for p in CHECKPOINT_DIR.iterdir() if p.name.startswith(name)) == \
+        [f"{name}.json", f"{name}.safetensors"]  # nothing pickled beside it
+    meta = read_metadata(shipped)
     assert meta["feature_schema"] == {"name": PROGRAM_SCHEMA.name, "version": PROGRAM_SCHEMA.version,
                                       "hash": PROGRAM_SCHEMA.hash}
-    assert meta["extra"]["target"] == {"kind": "llvm", "num-cores": 1} and meta["extra"]["records"] > 0
-    model, _ = load_checkpoint(SHIPPED, schema=PROGRAM_SCHEMA)
+    assert meta["extra"]["target"]["kind"] == kind and meta["extra"]["records"] > 0
+    model, _ = load_checkpoint(shipped, schema=PROGRAM_SCHEMA)
     assert not model.training
 
 
-def test_gnn_cost_model_loads_it_for_its_target():
+def test_gnn_cost_model_loads_it_for_its_target(caplog):
     assert GNNCostModel(target={"kind": "llvm", "num-cores": 1}).describe()["source"] == "shipped:llvm-1core"
+    assert GNNCostModel(target="cuda-h200").describe()["source"] == "shipped:cuda-h200"
+    meta = read_metadata(CHECKPOINT_DIR / "cuda-h200.safetensors")
+    assert meta["extra"]["gpu"]["name"] == "NVIDIA H200"  # the GPU its latencies were timed on
+    # Any other sm_90 target (an H100) takes the nearest CUDA checkpoint, with a warning.
+    assert GNNCostModel(target={"kind": "cuda", "arch": "sm_90"}).describe()["source"] == "shipped:cuda-h200"
+    assert "no shipped checkpoint for target cuda-sm90" in caplog.text
 
 
 def test_a_stale_schema_is_refused_in_one_line(tmp_path):

@@ -108,13 +108,22 @@ def other_cpu_warning(measured_on: str | None, what: str) -> str | None:
            "for that CPU"
 
 
-def manifest_cpu(root: str | Path) -> str | None:
-    """The CPU model named by ``root/MANIFEST.json``, or None when there is no (readable) manifest."""
+def _manifest_field(root: str | Path, key: str) -> Any:
     path = Path(root) / MANIFEST_FILE
     try:
-        return json.loads(path.read_text(encoding="utf-8")).get("cpu_model")
+        return json.loads(path.read_text(encoding="utf-8")).get(key)
     except (OSError, json.JSONDecodeError):
         return None
+
+
+def manifest_cpu(root: str | Path) -> str | None:
+    """The CPU model named by ``root/MANIFEST.json``, or None when there is no (readable) manifest."""
+    return _manifest_field(root, "cpu_model")
+
+
+def manifest_gpu(root: str | Path) -> dict[str, str] | None:
+    """The GPU (`gpu_info`) named by ``root/MANIFEST.json`` of CUDA records, or None."""
+    return _manifest_field(root, "gpu")
 
 
 def versions() -> dict[str, str]:
