@@ -36,6 +36,7 @@ def test_reads_gzip(tmp_path):
     recs = list(load_records(tmp_path / "database_tuning_record.json.gz"))
     assert len(recs) == 3 and recs[2].workload_shash == "7"
     assert len(list(load_records(path))) == 3  # the .json name finds its .gz sibling
+    assert [r.trace for r in load_records(tmp_path)] == [r.trace for r in recs]  # a folder reads its database
 
 
 def test_broken_lines_warn_with_file_and_line(tmp_path, caplog):

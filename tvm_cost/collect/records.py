@@ -142,11 +142,12 @@ def load_records(
     Failures (run_secs missing or TVM's 1e10 marker) come back with ``run_secs=None``, never as latencies.
 
     Args:
-        path: The tuning-record file.
+        path: The tuning-record file, or a tuning-log folder (its ``database_tuning_record.json[.gz]``).
         workload_path: Its workload file; defaults to the sibling named like TVM's
             (``*_tuning_record.json`` -> ``*_workload.json``). Missing: workloads are None.
     """
-    path = resolve(path)
+    path = Path(path)
+    path = resolve(path / "database_tuning_record.json" if path.is_dir() else path)
     if workload_path is None:
         name = path.name.replace("tuning_record", "workload")
         workload_path = path.with_name(name) if name != path.name else None
