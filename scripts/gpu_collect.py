@@ -79,7 +79,8 @@ def main() -> int:
     summary = run_collect(
         models=models, target=target, out_root=out_root, trials_per_task=args.trials_per_task,
         batch_size=args.batch_size, builder_workers=os.cpu_count(), run_timeout_s=10.0, max_tasks=args.max_tasks,
-        time_budget_s=args.budget_s, max_flop=args.max_flop, progress=not args.no_progress, command=" ".join(sys.argv))
+        time_budget_s=args.budget_s, max_flop=args.max_flop, progress=not args.no_progress,
+        command=" ".join(sys.argv))
     out_dir = Path(summary["out_dir"])
     print(json.dumps(summary, indent=1), flush=True)
     if args.noise_k > 0 and summary["measured"] > 0:
