@@ -29,7 +29,9 @@ def register(sub: Any) -> None:
     p = sub.add_parser("eval", help="offline metrics on held-out model families: GNN vs TVM's XGBModel vs their "
                                     "rank ensemble vs random")
     p.add_argument("data", help="folder with database_tuning_record.json[.gz] and tasks.json")
-    p.add_argument("--test-families", default="gpt,mlp_mixer", help="comma-separated held-out model families")
+    p.add_argument("--test-families", default="gpt,mlp_mixer",
+                   help="comma-separated held-out model families, or 'each': leave one family out, a fold per "
+                        "family, reported as the mean over folds (for data with few tasks per family)")
     p.add_argument("--seeds", default="0,1,2", help="comma-separated seeds, one GNN training each")
     p.add_argument("--json", metavar="OUT", help="write the report as JSON")
     p.add_argument("--png", metavar="OUT", help="plot predicted vs measured latency of the test tasks (first seed)")
@@ -169,41 +171,68 @@ def _measured_on(data: str, target: Any) -> str | None:
 
 
 def _eval(args: argparse.Namespace) -> None:
+    import numpy as np
     import torch
     from rich.table import Table
 
-    from tvm_cost.tuning.offline import RANKING_METRICS, compare_on_held_out, family_split, \
+    from tvm_cost.tuning.offline import RANKING_METRICS, compare_on_held_out, family_split, mean_over_folds, \
         plot_predicted_vs_measured, task_families
 
     torch.set_num_threads(1)
     seeds = [int(s) for s in args.seeds.split(",")]
-    test_families = [f for f in args.test_families.split(",") if f]
+    families = task_families(args.data)
+    each = args.test_families == "each"
+    folds = [[f] for f in sorted(set().union(*families.values()))] if each else \
+        [[f for f in args.test_families.split(",") if f]]
     model_config, train_config = _configs(args)
     t0 = time.perf_counter()
+    results, fold_reports, measured, predicted = [], {}, [], []
     with _progress() as progress:
         ds = _dataset(args, progress)
-        train_idx, test_idx = family_split(ds.groups, task_families(args.data), test_families)
-        bar = progress.add_task("train GNNs", total=len(seeds) * train_config.epochs)
-        result = compare_on_held_out([ds[i] for i in range(len(ds))], train_idx, test_idx, seeds=seeds,
-                                     model_config=model_config, train_config=train_config,
-                                     on_epoch=lambda seed, r: progress.update(bar, advance=1,
-                                                                              description=f"train GNN seed {seed}"))
-    groups = [ds.groups[int(i)] for i in test_idx]
-    report = {"data": str(args.data), "records": len(ds), "tasks": len(ds.tasks), "test_families": test_families,
-              "train_records": len(train_idx), "test_records": len(test_idx),
-              "train_tasks": len({ds.groups[int(i)] for i in train_idx}), "test_tasks": len(set(groups)),
-              "test_tasks_with_pairs": sum(1 for g in set(groups) if groups.count(g) > 1), "seeds": seeds,
+        items = [ds[i] for i in range(len(ds))]
+        bar = progress.add_task("train GNNs", total=len(folds) * len(seeds) * train_config.epochs)
+        for fold in folds:
+            train_idx, test_idx = family_split(ds.groups, families, fold)
+            if len(test_idx) == 0:  # every task of the family is shared with another family: nothing to hold out
+                progress.update(bar, advance=len(seeds) * train_config.epochs)
+                continue
+            result = compare_on_held_out(
+                items, train_idx, test_idx, seeds=seeds, model_config=model_config, train_config=train_config,
+                on_epoch=lambda seed, r, f=fold: progress.update(
+                    bar, advance=1, description=f"train GNN {','.join(f)} seed {seed}"))
+            groups = [ds.groups[int(i)] for i in test_idx]
+            fold_reports[",".join(fold)] = {
+                "train_records": len(train_idx), "test_records": len(test_idx),
+                "train_tasks": len({ds.groups[int(i)] for i in train_idx}), "test_tasks": len(set(groups)),
+                "test_tasks_with_pairs": sum(1 for g in set(groups) if groups.count(g) > 1),
+                **{k: result[k] for k in ("mean", "std")},
+                "per_seed": {str(s): v for s, v in result["per_seed"].items()}}
+            results.append(result)
+            measured.append(result["predictions"]["measured_ms"])
+            predicted.append(result["predictions"]["gnn_ms"])
+    summary = mean_over_folds(results) if each else results[0]
+    report = {"data": str(args.data), "records": len(ds), "tasks": len(ds.tasks), "seeds": seeds,
               "model_config": model_config.to_dict(), "train_config": train_config.to_dict(),
               "elapsed_s": round(time.perf_counter() - t0, 1),
-              **{k: result[k] for k in ("mean", "std")}, "per_seed": {str(s): v for s, v in result["per_seed"].items()}}
-    table = Table(title=f"held-out families {', '.join(test_families)}: {report['test_tasks']} tasks "
-                        f"({report['test_tasks_with_pairs']} with 2+ candidates), {len(test_idx)} candidates; "
-                        f"mean ± std over seeds {args.seeds}")
+              **({"test_families": "each", "folds": fold_reports} if each else
+                 {"test_families": folds[0], **{k: v for k, v in fold_reports[",".join(folds[0])].items()
+                                                if k not in ("mean", "std", "per_seed")}}),
+              **{k: summary[k] for k in ("mean", "std")},
+              "per_seed": {str(s): v for s, v in summary["per_seed"].items()}}
+    if each:
+        title = (f"leave one family out: {len(fold_reports)} folds ({', '.join(fold_reports)}), "
+                 f"{sum(f['test_records'] for f in fold_reports.values())} test candidates; mean over folds, "
+                 f"mean ± std over seeds {args.seeds}")
+    else:
+        title = (f"held-out families {', '.join(folds[0])}: {report['test_tasks']} tasks "
+                 f"({report['test_tasks_with_pairs']} with 2+ candidates), {report['test_records']} candidates; "
+                 f"mean ± std over seeds {args.seeds}")
+    table = Table(title=title)
     table.add_column("model")
     for name in (*RANKING_METRICS, "mape"):
         table.add_column(name, justify="right")
     for name in ("random", "xgb", "gnn", "ensemble"):
-        mean, std = result["mean"][name], result["std"][name]
+        mean, std = summary["mean"][name], summary["std"][name]
         table.add_row(name, *(f"{mean[k]:.3f} ± {std[k]:.3f}" if k in mean else "" for k in (*RANKING_METRICS, "mape")))
     console = _console()
     console.print(table)
@@ -211,7 +240,7 @@ def _eval(args: argparse.Namespace) -> None:
         Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
         console.print(f"wrote {args.json}")
     if args.png:
-        pred = result["predictions"]
-        plot_predicted_vs_measured(args.png, pred["measured_ms"], pred["gnn_ms"],
-                                   title=f"GNN on held-out {', '.join(test_families)} (seed {seeds[0]})")
+        held = "each family held out in turn" if each else f"held-out {', '.join(folds[0])}"
+        plot_predicted_vs_measured(args.png, np.concatenate(measured), np.concatenate(predicted),
+                                   title=f"GNN, {held} (seed {seeds[0]})")
         console.print(f"wrote {args.png}")

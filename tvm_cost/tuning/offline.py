@@ -144,12 +144,30 @@ def compare_on_held_out(items: Sequence[Any], train_idx: np.ndarray, test_idx: n
         per_seed[seed] = {"random": ranking_metrics(latency, rand, group), "xgb": xgb,
                           "gnn": {**ranking_metrics(latency, -pred, group), "mape": mape(latency, np.exp(pred))},
                           "ensemble": ranking_metrics(latency, ensemble_scores(-pred, xgb_scores, group), group)}
-    names = ("random", "xgb", "gnn", "ensemble")
-    stack = {n: {k: np.array([per_seed[s][n][k] for s in seeds]) for k in per_seed[seeds[0]][n]} for n in names}
-    return {"per_seed": per_seed,
-            "mean": {n: {k: float(np.nanmean(v)) for k, v in stack[n].items()} for n in names},
-            "std": {n: {k: float(np.nanstd(v)) for k, v in stack[n].items()} for n in names},
+    return {**_over_seeds(per_seed),
             "predictions": {"measured_ms": latency, "gnn_ms": np.exp(first_pred) if first_pred is not None else None}}
+
+
+def _over_seeds(per_seed: dict[Any, dict[str, dict[str, float]]]) -> dict[str, Any]:
+    """``per_seed`` with the mean and std over seeds of each model's metrics (NaN-aware)."""
+    seeds = list(per_seed)
+    stack = {n: {k: np.array([per_seed[s][n][k] for s in seeds]) for k in metrics}
+             for n, metrics in per_seed[seeds[0]].items()}
+    return {"per_seed": per_seed,
+            "mean": {n: {k: float(np.nanmean(v)) for k, v in ms.items()} for n, ms in stack.items()},
+            "std": {n: {k: float(np.nanstd(v)) for k, v in ms.items()} for n, ms in stack.items()}}
+
+
+def mean_over_folds(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Leave-one-family-out summary of `compare_on_held_out` results: per seed, each metric averaged over the folds
+    (a fold's value is already the mean over its test tasks), then mean and std over seeds.
+
+    Returns:
+        ``{"per_seed": {seed: {model: metrics}}, "mean": {model: metrics}, "std": ...}``.
+    """
+    first = results[0]["per_seed"]
+    return _over_seeds({s: {n: {k: float(np.nanmean([r["per_seed"][s][n][k] for r in results])) for k in first[s][n]}
+                            for n in first[s]} for s in first})
 
 
 def plot_predicted_vs_measured(path: str | Path, measured_ms: np.ndarray, predicted_ms: np.ndarray, *,
