@@ -121,6 +121,9 @@ def test_gnn_kinds_take_the_given_checkpoint(tmp_path):
     early = cost_model_for("ensemble-warm16", target={"kind": "llvm", "num-cores": 1}, seed=0, checkpoint=weights)
     assert early.gnn.describe()["source"] == str(weights)
     assert early.xgb_warmup == 16 and early.xgb.num_warmup_samples == 16
+    late = cost_model_for("ensemble-xgb2", target={"kind": "llvm", "num-cores": 1}, seed=0, checkpoint=weights)
+    assert late.gnn.describe()["source"] == str(weights) and late.xgb_warmup == 16
+    assert (late.gnn_weight, late.xgb_weight) == (1.0, 2.0)
 
 
 def test_default_exclusion_covers_every_measured_folder(tmp_path):

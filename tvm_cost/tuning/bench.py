@@ -23,7 +23,8 @@ import numpy as np
 
 from tvm_cost.errors import TvmCostError
 
-BENCH_KINDS: tuple[str, ...] = ("xgb", "xgb-warm16", "gnn", "ensemble", "ensemble-warm16", "random")
+BENCH_KINDS: tuple[str, ...] = ("xgb", "xgb-warm16", "gnn", "ensemble", "ensemble-warm16", "ensemble-xgb2",
+                                "random")
 REFERENCE_KINDS: tuple[str, ...] = ("xgb", "xgb-warm16")
 
 
@@ -58,7 +59,8 @@ class BenchRun:
 def cost_model_for(kind: str, *, target: Any, seed: int, checkpoint: str | Path | None = "auto") -> Any:
     """The cost model of a bench kind: "xgb-warm16" is TVM's XGBModel trusting its fit after 16 samples, not 100;
     "ensemble" is the ensemble with TVM's XGBModel as shipped (100 samples), "ensemble-warm16" the one
-    ``tvm-cost tune --cost-model ensemble`` uses (XGBModel weighted in from 16 samples)."""
+    ``tvm-cost tune --cost-model ensemble`` uses (XGBModel weighted in from 16 samples), "ensemble-xgb2" that one
+    with XGBModel's full weight doubled (level with the GNN at 16 samples, twice its weight from 32)."""
     from tvm_cost.tuning.ensemble import XGB_WARMUP, EnsembleCostModel
     from tvm_cost.tuning.tune import make_cost_model
     from tvm_cost.tuning.xgb import make_xgb
@@ -67,6 +69,9 @@ def cost_model_for(kind: str, *, target: Any, seed: int, checkpoint: str | Path 
         return make_xgb(num_warmup_samples=XGB_WARMUP)
     if kind == "ensemble":
         return EnsembleCostModel(make_cost_model("gnn", target=target, seed=seed, checkpoint=checkpoint), make_xgb())
+    if kind == "ensemble-xgb2":
+        return EnsembleCostModel(make_cost_model("gnn", target=target, seed=seed, checkpoint=checkpoint),
+                                 make_xgb(num_warmup_samples=XGB_WARMUP), xgb_weight=2.0)
     if kind not in BENCH_KINDS:
         raise ValueError(f"unknown bench cost model {kind!r}; choose from {', '.join(BENCH_KINDS)}")
     shipped = "ensemble" if kind == "ensemble-warm16" else kind
