@@ -175,6 +175,7 @@ def _eval(args: argparse.Namespace) -> None:
     import torch
     from rich.table import Table
 
+    from tvm_cost.errors import TvmCostError
     from tvm_cost.tuning.offline import RANKING_METRICS, compare_on_held_out, family_split, mean_over_folds, \
         plot_predicted_vs_measured, task_families
 
@@ -210,6 +211,9 @@ def _eval(args: argparse.Namespace) -> None:
             results.append(result)
             measured.append(result["predictions"]["measured_ms"])
             predicted.append(result["predictions"]["gnn_ms"])
+    if not results:
+        raise TvmCostError("no task belongs only to the held-out families (every one is shared with another "
+                           "family), so nothing can be held out", path=args.data)
     summary = mean_over_folds(results) if each else results[0]
     report = {"data": str(args.data), "records": len(ds), "tasks": len(ds.tasks), "seeds": seeds,
               "model_config": model_config.to_dict(), "train_config": train_config.to_dict(),

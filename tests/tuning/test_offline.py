@@ -63,6 +63,21 @@ def test_train_and_eval_commands(tiny_logs, tmp_path, capsys):
     assert capsys.readouterr().err.count("\n") == 1
 
 
+def test_eval_refuses_families_without_tasks_of_their_own(tiny_logs, tmp_path, capsys):
+    import shutil
+
+    data = tmp_path / "shared"
+    shutil.copytree(tiny_logs, data)
+    tasks = json.loads((data / "tasks.json").read_text())
+    for task in tasks.values():  # every task in both families: neither can be held out
+        task["models"] = ["zoo:fam0,batch=1", "zoo:fam1,batch=1"]
+    (data / "tasks.json").write_text(json.dumps(tasks))
+    for held in ("fam0", "each"):
+        assert main(["eval", str(data), "--test-families", held, "--epochs", "1", "--hidden", "8"]) == 2
+        err = capsys.readouterr().err
+        assert "no task belongs only to the held-out families" in err and err.count("\n") == 1
+
+
 @pytest.mark.slow  # ~15 s: torchrun starts two fresh interpreters that import tvm
 def test_train_under_torchrun_with_two_processes(tiny_logs, tmp_path):
     import subprocess
