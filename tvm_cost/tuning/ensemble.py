@@ -4,7 +4,7 @@
 = 1, ties averaged), so their scales never matter (XGB's can be negative, the GNN's are ratios); the score is the
 weighted mean ``(w_gnn * r_gnn + w_xgb * r_xgb) / (w_gnn + w_xgb)``, in (0, 1]. ``w_gnn = gnn_weight``.
 The default XGB member is `XGBModel` trusting its fit after `XGB_WARMUP` (16) samples instead of TVM's 100: on
-held-out tasks that ensemble was the best cost model at 16-64 trials in two bench runs, and level with XGBModel
+held-out tasks that ensemble was the best cost model at 16-64 trials in three bench runs, and level with XGBModel
 or ahead at 128 (docs/kernel_model.md).
 ``w_xgb`` is 0 while the XGB model is cold -- `XGBModel` draws uniform random scores until it holds
 `num_warmup_samples` measurements (16 for the default member, 100 as TVM ships it) and a booster -- then
