@@ -19,7 +19,6 @@ import argparse
 import json
 import logging
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -34,15 +33,14 @@ DEFAULT_MODELS = [
 
 def gpu_target() -> str | dict:
     """The target of GPU 0 from nvidia-smi (compute capability -> arch), or the H100 tag as a fallback."""
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"],
-                             capture_output=True, text=True, check=True, timeout=30).stdout.splitlines()[0]
-        name, cap = (x.strip() for x in out.split(","))
-        print(f"GPU: {name}, compute capability {cap}", flush=True)
-        return {"kind": "cuda", "arch": "sm_" + cap.replace(".", "")}
-    except (OSError, subprocess.SubprocessError, IndexError, ValueError) as err:
-        print(f"nvidia-smi unusable ({err}); assuming an H100-class GPU", flush=True)
+    from tvm_cost.collect.manifest import gpu_info
+
+    gpu = gpu_info()
+    if gpu is None:
+        print("nvidia-smi missing or unusable; assuming an H100-class GPU", flush=True)
         return "nvidia/nvidia-h100"
+    print(f"GPU: {gpu['name']}, compute capability {gpu['compute_cap']}", flush=True)
+    return {"kind": "cuda", "arch": "sm_" + gpu["compute_cap"].replace(".", "")}
 
 
 def main() -> int:

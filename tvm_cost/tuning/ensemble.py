@@ -8,8 +8,9 @@ held-out tasks that ensemble was the best cost model at 16-64 trials in three be
 or ahead at 128 (docs/kernel_model.md).
 ``w_xgb`` is 0 while the XGB model is cold -- `XGBModel` draws uniform random scores until it holds
 `num_warmup_samples` measurements (16 for the default member, 100 as TVM ships it) and a booster -- then
-``xgb_weight * min(1, n / (2 * warmup))`` as its data grow (half weight at warm-up, full weight from twice that). While ``w_xgb`` is 0 the XGB model is not asked
-to predict at all (it would only draw noise and extract features for nothing). Both models see every update.
+``xgb_weight * min(1, n / (2 * warmup))`` as its data grow (half weight at warm-up, full weight from twice that).
+While ``w_xgb`` is 0 the XGB model is not asked to predict at all (it would only draw noise and extract features
+for nothing). Both models see every update.
 """
 
 from __future__ import annotations
