@@ -303,6 +303,20 @@ def test_to_pyg_batch_offsets_edges_and_stacks_globals():
     assert batch.edge_attr.shape == (sum(g["edge_index"].shape[1] for g in graphs), len(PROGRAM_SCHEMA.edge))
 
 
+
+def test_to_pyg_batch_equals_pyg_collation():
+    """The hand-built batch holds exactly the tensors PyG's own `Batch.from_data_list` gives."""
+    import torch
+    from torch_geometric.data import Batch, Data
+
+    graphs, _, _ = graphs_of([Schedule(matmul(16)), Schedule(elementwise_chain()), Schedule(conv2d_relu())], LLVM)
+    ours = to_pyg_batch(graphs)
+    theirs = Batch.from_data_list([Data(**{k: torch.from_numpy(v) for k, v in g.items()}) for g in graphs])
+    for key in ("x", "edge_index", "edge_attr", "u", "batch", "ptr"):
+        assert ours[key].dtype == theirs[key].dtype, key
+        assert torch.equal(ours[key], theirs[key]), key
+    assert ours.num_graphs == theirs.num_graphs == 3
+
 @pytest.mark.slow
 def test_report_construction_time_against_per_store_feature(capsys):
     """Reported, not asserted (the machine is shared); scripts/bench_program_graph.py runs a full round."""

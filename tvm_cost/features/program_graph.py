@@ -196,13 +196,22 @@ def program_graphs(
 def to_pyg_batch(graphs: list[dict[str, np.ndarray]]) -> Batch:
     """Concatenate graphs into one `torch_geometric.data.Batch` (`x`, `edge_index`, `edge_attr`, `u`, `batch`).
 
+    The same tensors as ``Batch.from_data_list`` (tested equal), built by one concatenation per array: it runs on
+    every fine-tuning step and every predict call, where PyG's general collation was a quarter of `update()`.
+
     Shapes:
         x: [sum N, F], edge_index: [2, sum E] (offset per graph), edge_attr: [sum E, D], u: [B, G],
         batch: [sum N] graph index of each node, ptr: [B + 1].
     """
     import torch
-    from torch_geometric.data import Batch, Data
+    from torch_geometric.data import Batch
 
-    data = [Data(x=torch.from_numpy(g["x"]), edge_index=torch.from_numpy(g["edge_index"]),
-                 edge_attr=torch.from_numpy(g["edge_attr"]), u=torch.from_numpy(g["u"])) for g in graphs]
-    return Batch.from_data_list(data)
+    sizes = np.array([g["x"].shape[0] for g in graphs], dtype=np.int64)
+    ptr = np.concatenate([[0], np.cumsum(sizes)])
+    edge_index = np.concatenate([g["edge_index"] + offset for g, offset in zip(graphs, ptr[:-1], strict=True)],
+                                axis=1)
+    return Batch(x=torch.from_numpy(np.concatenate([g["x"] for g in graphs])),
+                 edge_index=torch.from_numpy(edge_index.astype(np.int64, copy=False)),
+                 edge_attr=torch.from_numpy(np.concatenate([g["edge_attr"] for g in graphs])),
+                 u=torch.from_numpy(np.concatenate([g["u"] for g in graphs])),
+                 batch=torch.from_numpy(np.repeat(np.arange(len(graphs)), sizes)), ptr=torch.from_numpy(ptr))

@@ -288,7 +288,8 @@ class GNNCostModel(PyCostModel):
             fit_input_normalization(model, items)
             self.norm_fitted = True
         if self._optimizer is None:
-            self._optimizer = torch.optim.AdamW(model.parameters(), lr=c.lr, weight_decay=c.weight_decay)
+            self._optimizer = torch.optim.AdamW(model.parameters(), lr=c.lr, weight_decay=c.weight_decay,
+                                                fused=True)  # one fused kernel, not one update per tensor
         graphs, latency_ms = self.buffer.task(key)
         finetune_steps(model, self._optimizer, graphs, latency_ms, num_new=num_new, config=c,
                        seed=c.seed * 1_000_003 + self.updates)

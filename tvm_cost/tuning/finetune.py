@@ -71,7 +71,7 @@ def finetune_steps(model: nn.Module, optimizer: torch.optim.Optimizer, graphs: S
                     + c.mse_weight * log_mse_loss(pred, lat)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
-                nn.utils.clip_grad_norm_(model.parameters(), c.grad_clip)
+                nn.utils.clip_grad_norm_(model.parameters(), c.grad_clip, foreach=True)
                 optimizer.step()
                 losses.append(float(loss.detach()))
     finally:
