@@ -36,7 +36,7 @@ def main() -> None:
 
     from tvm_cost.data.e2e_dataset import load_merged_e2e_dataset
     from tvm_cost.data.splits import random_split
-    from tvm_cost.estimation.experiment import latency_only
+    from tvm_cost.estimation.graph_models import latency_only
     from tvm_cost.features.schema import SCHEMA
 
     torch.set_num_threads(1)

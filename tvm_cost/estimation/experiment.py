@@ -9,7 +9,8 @@ import numpy as np
 
 from tvm_cost.data.splits import Split
 from tvm_cost.estimation.baselines import BoostedAggregates, LinearFlopsBytes
-from tvm_cost.estimation.hierarchical import train_hierarchical
+from tvm_cost.estimation.graph_models import latency_only, predict_latency_ms, train_graph_model
+from tvm_cost.estimation.hierarchical import train_hierarchical, train_overhead_gnn
 from tvm_cost.estimation.kernel_boost import KernelBoost
 from tvm_cost.estimation.work import graph_work, per_work
 from tvm_cost.train.metrics import mape, share_within, spearman
@@ -19,43 +20,6 @@ def score_predictions(true_ms: np.ndarray, pred_ms: np.ndarray) -> dict[str, flo
     """MAPE, share within +-10% and Spearman of predicted against measured latencies, and the count."""
     return {"mape": float(mape(true_ms, pred_ms)), "within_10pct": float(share_within(true_ms, pred_ms)),
             "spearman": float(spearman(true_ms, pred_ms)), "n": int(len(true_ms))}
-
-
-def train_graph_model(kind: str, train: Sequence[Any], val: Sequence[Any], *, seed: int, epochs: int,
-                      heads: tuple[str, ...], batch_size: int = 16, patience: int = 40) -> Any:
-    """A GNN (`kind` "seernet" or "gcn", hidden 64, 3 layers) trained on `train`, early-stopped on `val`."""
-    from tvm_cost.features.schema import SCHEMA
-    from tvm_cost.models import ModelConfig, build_model
-    from tvm_cost.train import TrainConfig, train as train_loop
-
-    config = ModelConfig.for_schema(SCHEMA, hidden=64, layers=3, dropout=0.1, heads=heads, seed=seed)
-    model = build_model(kind=kind, config=config)
-    train_loop(model, list(train), list(val) or None, config=TrainConfig(
-        epochs=epochs, batch_size=batch_size, lr=2e-3, patience=patience, pcgrad=len(heads) > 1, seed=seed))
-    model.eval()
-    return model
-
-
-def predict_latency_ms(model: Any, items: Sequence[Any]) -> np.ndarray:
-    """The latency head of a trained GNN on `items`, in ms."""
-    import torch
-    from torch_geometric.loader import DataLoader
-
-    preds = []
-    with torch.no_grad():
-        for batch in DataLoader(list(items), batch_size=64):
-            preds.append(model(batch)[:, model.head_index("latency")].numpy())
-    return np.exp(np.concatenate(preds))
-
-
-def latency_only(items: Sequence[Any]) -> list[Any]:
-    """Copies of e2e items whose `y` keeps the latency column only (what single-head models train on)."""
-    out = []
-    for d in items:
-        c = d.clone()
-        c.y = d.y[:, :1]
-        out.append(c)
-    return out
 
 
 def train_kernel_sum_model(train: Sequence[Any], val: Sequence[Any], *, seed: int, epochs: int) -> Any:
@@ -78,8 +42,9 @@ def run_experiment(items: Sequence[Any], split: Split, *, seed: int = 0, epochs:
     The ``*_per_work`` rows learn latency per unit of work (`tvm_cost.estimation.work`) and multiply back.
     Items with `node_ms` (per-kernel times; NaN where only the end-to-end time is known) also train the
     hierarchical `KernelSumNet` ("kernel_sum"), the per-kernel trees `KernelBoost` ("kernel_boost", on the
-    nodes of train + val) and the `KernelSumNet` fed the trees' predictions ("kernel_sum_hierarchical",
-    `tvm_cost.estimation.hierarchical`). `task_sums` (spec -> TVM's sum-of-tasks estimate in ms,
+    nodes of train + val) and the two hierarchical GNNs fed the trees' predictions
+    (`tvm_cost.estimation.hierarchical`): per-kernel corrections ("kernel_sum_hierarchical") and the run's overhead
+    over its kernels ("overhead_hierarchical"). `task_sums` (spec -> TVM's sum-of-tasks estimate in ms,
     `tvm_cost.estimation.task_sum`) adds that baseline, scored on the test items it covers.
 
     Returns:
@@ -105,6 +70,8 @@ def run_experiment(items: Sequence[Any], split: Split, *, seed: int = 0, epochs:
         results["kernel_boost"] = score_predictions(true, KernelBoost(seed=seed).fit(train + val).predict(test))
         model, augment = train_hierarchical(latency_only(train), latency_only(val), seed=seed, epochs=epochs)
         results["kernel_sum_hierarchical"] = score_predictions(true, predict_latency_ms(model, augment(test)))
+        overhead = train_overhead_gnn(latency_only(train), latency_only(val), seed=seed, epochs=epochs)
+        results["overhead_hierarchical"] = score_predictions(true, overhead.predict(test))
     if task_sums:
         covered = [i for i, d in enumerate(test) if d.spec in task_sums]
         results["tvm_task_sum"] = score_predictions(true[covered],

@@ -17,7 +17,8 @@ import numpy as np
 
 from tvm_cost.data.splits import Split
 from tvm_cost.estimation.baselines import BoostedAggregates, LinearFlopsBytes
-from tvm_cost.estimation.experiment import predict_latency_ms, score_predictions, train_graph_model
+from tvm_cost.estimation.experiment import score_predictions
+from tvm_cost.estimation.graph_models import predict_latency_ms, train_graph_model
 from tvm_cost.errors import TvmCostError
 
 __all__ = ["HELP_NB201_GPUS", "MODELS", "CellSet", "cross_gpu", "in_distribution", "load_cells", "make_items",
