@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import argparse
 import collections
+import fcntl
 import json
 import logging
 import sys
 import time
+from typing import Any
 
 
 def main() -> None:
@@ -45,7 +47,6 @@ def main() -> None:
     from tvm_cost.data.external.help import HELP_GPUS, load_help
     from tvm_cost.data.external.nasbench201_graphs import NB201GraphConverter, cell_order, graph_path
     from tvm_cost.errors import TvmCostError
-    from tvm_cost.features.schema import SCHEMA
 
     torch.set_num_threads(1)
     batches = [int(b) for b in args.batches.split(",")]
@@ -63,20 +64,9 @@ def main() -> None:
     converter.root.mkdir(parents=True, exist_ok=True)
     import tvm
 
-    manifest_path = converter.root / "MANIFEST.json"
-    previous = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
-    if (previous.get("target", args.target), previous.get("seed", args.seed),
-            previous.get("as_run", args.as_run)) != (args.target, args.seed, args.as_run):
-        sys.exit(f"error: {args.out} holds graphs for target {previous['target']!r}, seed {previous['seed']}, "
-                 f"as_run {previous.get('as_run', False)}; use another --out")
-    runs = previous.get("runs", [])
-    runs.append({"command": " ".join(sys.argv), "batches": batches, "limit": args.limit,
-                 "date": time.strftime("%Y-%m-%d %H:%M")})
-    manifest = {"target": args.target, "target_json": converter.resolved.target_json, "seed": args.seed,
-                "as_run": args.as_run,
-                "order": "tvm_cost.data.external.nasbench201_graphs.cell_order", "feature_schema": SCHEMA.version,
-                "feature_schema_hash": SCHEMA.hash, "tvm": tvm.__version__, "help_dir": args.help_dir, "runs": runs}
-    manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
+    with open(converter.root / "MANIFEST.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # shards start together: each appends its run to what the others wrote
+        _record_run(converter, args, batches, tvm.__version__)
 
     seconds: list[float] = []
     skipped = 0
@@ -106,6 +96,28 @@ def main() -> None:
                "legalize_cache": {"hits": converter.legalize_cache.hits,
                                   "misses": converter.legalize_cache.misses}}
     print(json.dumps(summary, indent=1))
+
+
+def _record_run(converter: Any, args: argparse.Namespace, batches: list[int], tvm_version: str) -> None:
+    """Append this run to the folder's MANIFEST.json (written atomically); exit if the folder holds other graphs."""
+    manifest_path = converter.root / "MANIFEST.json"
+    previous = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    if (previous.get("target", args.target), previous.get("seed", args.seed),
+            previous.get("as_run", args.as_run)) != (args.target, args.seed, args.as_run):
+        sys.exit(f"error: {args.out} holds graphs for target {previous['target']!r}, seed {previous['seed']}, "
+                 f"as_run {previous.get('as_run', False)}; use another --out")
+    runs = previous.get("runs", [])
+    runs.append({"command": " ".join(sys.argv), "batches": batches, "limit": args.limit,
+                 "date": time.strftime("%Y-%m-%d %H:%M")})
+    from tvm_cost.features.schema import SCHEMA
+
+    manifest = {"target": args.target, "target_json": converter.resolved.target_json, "seed": args.seed,
+                "as_run": args.as_run,
+                "order": "tvm_cost.data.external.nasbench201_graphs.cell_order", "feature_schema": SCHEMA.version,
+                "feature_schema_hash": SCHEMA.hash, "tvm": tvm_version, "help_dir": args.help_dir, "runs": runs}
+    tmp = manifest_path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(manifest, indent=1) + "\n")
+    tmp.replace(manifest_path)
 
 
 if __name__ == "__main__":
