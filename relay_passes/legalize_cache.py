@@ -11,6 +11,7 @@ de-duplication), so the lowered module is the one TVM would have made. Only plai
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +22,9 @@ from tvm import relax
 __all__ = ["LegalizeCache"]
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
+_PATCH_LOCK = threading.RLock()
+"""Held while `BlockBuilder.add_func` is patched to record names, so threads that legalize at once restore it in
+the order they patched it (re-entrant: a legalization may run inside another)."""
 
 
 class LegalizeCache:
@@ -54,17 +58,18 @@ class LegalizeCache:
             self.misses += 1
             names: list[str] = []
             cls = type(bb)  # the legalizer sees its own Python wrapper of `bb`: record on the class
-            add_func = cls.add_func
+            with _PATCH_LOCK:
+                add_func = cls.add_func
 
-            def recording(self: Any, func: Any, name: str) -> tvm.ir.GlobalVar:
-                names.append(name)  # the name asked for, not the de-duplicated one ("add", not "add3")
-                return add_func(self, func, name)
+                def recording(self: Any, func: Any, name: str) -> tvm.ir.GlobalVar:
+                    names.append(name)  # the name asked for, not the de-duplicated one ("add", not "add3")
+                    return add_func(self, func, name)
 
-            cls.add_func = recording
-            try:
-                out = legalize(bb, call)
-            finally:
-                cls.add_func = add_func
+                cls.add_func = recording
+                try:
+                    out = legalize(bb, call)
+                finally:
+                    cls.add_func = add_func
             func = _plain_call_tir(bb, call, out)
             if func is not None and len(names) == 1:
                 self._funcs[key] = (func, names[0], out.ty_args)

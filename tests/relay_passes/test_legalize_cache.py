@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 import tvm
+from tvm import relax
 
 from relay_passes.build import graph_from_lowered
 from relay_passes.legalize_cache import LegalizeCache
@@ -50,3 +53,16 @@ def test_new_shapes_are_legalized_and_the_module_is_still_tvms() -> None:
     bigger = nb201_to_relax(CELLS[0], **{**SMALL, "batch": 3})
     _same_module(lower(bigger, target).mod, lower(bigger, target, legalize_cache=cache).mod)
     assert cache.misses > misses  # the batch-3 activations' ops are new calls, not batch-2 functions
+
+
+def test_threads_sharing_a_cache_get_tvms_modules_and_leave_block_builder_unpatched() -> None:
+    target = resolve_target("llvm").tvm_target()
+    cache = LegalizeCache()
+    add_func = relax.BlockBuilder.add_func
+    mods = [nb201_to_relax(cell, **SMALL) for cell in CELLS] * 2
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        cached = list(pool.map(lambda mod: lower(mod, target, legalize_cache=cache), mods))
+    assert relax.BlockBuilder.add_func is add_func
+    for mod, result in zip(mods, cached, strict=True):
+        _same_module(lower(mod, target).mod, result.mod)
+    assert cache.hits > 0
