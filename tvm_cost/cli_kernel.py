@@ -173,21 +173,38 @@ def _measured_on(data: str, target: Any) -> str | None:
 def _eval(args: argparse.Namespace) -> None:
     import numpy as np
     import torch
-    from rich.table import Table
 
-    from tvm_cost.errors import TvmCostError
-    from tvm_cost.tuning.offline import RANKING_METRICS, compare_on_held_out, family_split, mean_over_folds, \
-        plot_predicted_vs_measured, task_families
+    from tvm_cost.tuning.offline import plot_predicted_vs_measured
 
     torch.set_num_threads(1)
     seeds = [int(s) for s in args.seeds.split(",")]
+    t0 = time.perf_counter()
+    ds, folds, results, fold_reports = _eval_folds(args, seeds)
+    report, summary = _eval_report(args, ds, folds, results, fold_reports, seeds, time.perf_counter() - t0)
+    console = _console()
+    console.print(_eval_table(args, report, summary))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
+        console.print(f"wrote {args.json}")
+    if args.png:
+        held = "each family held out in turn" if args.test_families == "each" else \
+            f"held-out {', '.join(folds[0])}"
+        plot_predicted_vs_measured(args.png, np.concatenate([r["predictions"]["measured_ms"] for r in results]),
+                                   np.concatenate([r["predictions"]["gnn_ms"] for r in results]),
+                                   title=f"GNN, {held} (seed {seeds[0]})")
+        console.print(f"wrote {args.png}")
+
+
+def _eval_folds(args: argparse.Namespace, seeds: list[int]) -> tuple[Any, list[list[str]], list[dict], dict]:
+    """Train and score every held-out fold: (dataset, folds, per-fold results, per-fold report entries)."""
+    from tvm_cost.errors import TvmCostError
+    from tvm_cost.tuning.offline import compare_on_held_out, family_split, task_families
+
     families = task_families(args.data)
-    each = args.test_families == "each"
-    folds = [[f] for f in sorted(set().union(*families.values()))] if each else \
+    folds = [[f] for f in sorted(set().union(*families.values()))] if args.test_families == "each" else \
         [[f for f in args.test_families.split(",") if f]]
     model_config, train_config = _configs(args)
-    t0 = time.perf_counter()
-    results, fold_reports, measured, predicted = [], {}, [], []
+    results, fold_reports = [], {}
     with _progress() as progress:
         ds = _dataset(args, progress)
         items = [ds[i] for i in range(len(ds))]
@@ -209,26 +226,44 @@ def _eval(args: argparse.Namespace) -> None:
                 **{k: result[k] for k in ("mean", "std")},
                 "per_seed": {str(s): v for s, v in result["per_seed"].items()}}
             results.append(result)
-            measured.append(result["predictions"]["measured_ms"])
-            predicted.append(result["predictions"]["gnn_ms"])
     if not results:
         raise TvmCostError("no task belongs only to the held-out families (every one is shared with another "
                            "family), so nothing can be held out", path=args.data)
+    return ds, folds, results, fold_reports
+
+
+def _eval_report(args: argparse.Namespace, ds: Any, folds: list[list[str]], results: list[dict],
+                 fold_reports: dict, seeds: list[int], elapsed_s: float) -> tuple[dict, dict]:
+    """The JSON report of `tvm-cost eval` and the summary its table shows (the mean over folds for "each")."""
+    from tvm_cost.tuning.offline import mean_over_folds
+
+    each = args.test_families == "each"
+    model_config, train_config = _configs(args)
     summary = mean_over_folds(results) if each else results[0]
     report = {"data": str(args.data), "records": len(ds), "tasks": len(ds.tasks), "seeds": seeds,
               "model_config": model_config.to_dict(), "train_config": train_config.to_dict(),
-              "elapsed_s": round(time.perf_counter() - t0, 1),
+              "elapsed_s": round(elapsed_s, 1),
               **({"test_families": "each", "folds": fold_reports} if each else
                  {"test_families": folds[0], **{k: v for k, v in fold_reports[",".join(folds[0])].items()
                                                 if k not in ("mean", "std", "per_seed")}}),
               **{k: summary[k] for k in ("mean", "std")},
               "per_seed": {str(s): v for s, v in summary["per_seed"].items()}}
-    if each:
-        title = (f"leave one family out: {len(fold_reports)} folds ({', '.join(fold_reports)}), "
-                 f"{sum(f['test_records'] for f in fold_reports.values())} test candidates; mean over folds, "
+    return report, summary
+
+
+def _eval_table(args: argparse.Namespace, report: dict, summary: dict) -> Any:
+    """A rich table of every model's metrics, mean ± std over seeds."""
+    from rich.table import Table
+
+    from tvm_cost.tuning.offline import RANKING_METRICS
+
+    if args.test_families == "each":
+        folds = report["folds"]
+        title = (f"leave one family out: {len(folds)} folds ({', '.join(folds)}), "
+                 f"{sum(f['test_records'] for f in folds.values())} test candidates; mean over folds, "
                  f"mean ± std over seeds {args.seeds}")
     else:
-        title = (f"held-out families {', '.join(folds[0])}: {report['test_tasks']} tasks "
+        title = (f"held-out families {', '.join(report['test_families'])}: {report['test_tasks']} tasks "
                  f"({report['test_tasks_with_pairs']} with 2+ candidates), {report['test_records']} candidates; "
                  f"mean ± std over seeds {args.seeds}")
     table = Table(title=title)
@@ -237,14 +272,6 @@ def _eval(args: argparse.Namespace) -> None:
         table.add_column(name, justify="right")
     for name in ("random", "xgb", "gnn", "ensemble"):
         mean, std = summary["mean"][name], summary["std"][name]
-        table.add_row(name, *(f"{mean[k]:.3f} ± {std[k]:.3f}" if k in mean else "" for k in (*RANKING_METRICS, "mape")))
-    console = _console()
-    console.print(table)
-    if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
-        console.print(f"wrote {args.json}")
-    if args.png:
-        held = "each family held out in turn" if each else f"held-out {', '.join(folds[0])}"
-        plot_predicted_vs_measured(args.png, np.concatenate(measured), np.concatenate(predicted),
-                                   title=f"GNN, {held} (seed {seeds[0]})")
-        console.print(f"wrote {args.png}")
+        table.add_row(name, *(f"{mean[k]:.3f} ± {std[k]:.3f}" if k in mean else ""
+                              for k in (*RANKING_METRICS, "mape")))
+    return table
