@@ -23,8 +23,9 @@ __all__ = ["LegalizeCache"]
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 _PATCH_LOCK = threading.RLock()
-"""Held while `BlockBuilder.add_func` is patched to record names, so threads that legalize at once restore it in
-the order they patched it (re-entrant: a legalization may run inside another)."""
+"""Held while a miss is legalized: TVM's TE legalizations keep their op tag in one process-wide scope, and
+`BlockBuilder.add_func` is patched to record names, so threads must legalize one at a time and restore it in the
+order they patched it (re-entrant: a legalization may run inside another)."""
 
 
 class LegalizeCache:
@@ -38,12 +39,10 @@ class LegalizeCache:
 
     def legalize_map(self) -> dict[str, Callable[[Any, relax.Call], relax.Expr]]:
         """``customize_legalize_map`` for `relax.transform.LegalizeOps`: every op with an ``FLegalize``, cached."""
-        if self._map is None:
-            self._map = {}
-            for name in tvm.ir.Op.list_op_names():
-                op = tvm.ir.Op.get(name)
-                if op.has_attr("FLegalize"):
-                    self._map[name] = self._wrap(op.get_attr("FLegalize"))
+        with _PATCH_LOCK:  # built whole before it is shared: an op missing from it would be legalized unlocked
+            if self._map is None:
+                self._map = {name: self._wrap(tvm.ir.Op.get(name).get_attr("FLegalize"))
+                             for name in tvm.ir.Op.list_op_names() if tvm.ir.Op.get(name).has_attr("FLegalize")}
         return self._map
 
     def _wrap(self, legalize: Callable[[Any, relax.Call], relax.Expr]) -> Callable[[Any, relax.Call], relax.Expr]:
