@@ -124,6 +124,11 @@ def test_gnn_kinds_take_the_given_checkpoint(tmp_path):
     late = cost_model_for("ensemble-xgb2", target={"kind": "llvm", "num-cores": 1}, seed=0, checkpoint=weights)
     assert late.gnn.describe()["source"] == str(weights) and late.xgb_warmup == 16
     assert (late.gnn_weight, late.xgb_weight) == (1.0, 2.0)
+    adapt = cost_model_for("gnn-adapt", target={"kind": "llvm", "num-cores": 1}, seed=3, checkpoint=weights)
+    assert adapt.describe()["source"] == str(weights)
+    assert (adapt.config.update_steps, adapt.config.lr, adapt.config.seed) == (32, 1e-3, 3)
+    both = cost_model_for("ensemble-adapt", target={"kind": "llvm", "num-cores": 1}, seed=0, checkpoint=weights)
+    assert both.gnn.config.update_steps == 32 and both.xgb_warmup == 16
 
 
 def test_default_exclusion_covers_every_measured_folder(tmp_path):

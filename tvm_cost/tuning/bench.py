@@ -24,7 +24,10 @@ import numpy as np
 from tvm_cost.errors import TvmCostError
 
 BENCH_KINDS: tuple[str, ...] = ("xgb", "xgb-warm16", "gnn", "ensemble", "ensemble-warm16", "ensemble-xgb2",
-                                "random")
+                                "gnn-adapt", "ensemble-adapt", "random")
+ADAPT: dict[str, Any] = {"update_steps": 32, "lr": 1e-3}
+"""Online fine-tuning of the "-adapt" kinds: 4x the steps at 2x the learning rate of `GNNCostModelConfig`'s
+defaults, to test whether a GNN that stalls after its first candidates learns the task faster."""
 REFERENCE_KINDS: tuple[str, ...] = ("xgb", "xgb-warm16")
 
 
@@ -60,13 +63,19 @@ def cost_model_for(kind: str, *, target: Any, seed: int, checkpoint: str | Path 
     """The cost model of a bench kind: "xgb-warm16" is TVM's XGBModel trusting its fit after 16 samples, not 100;
     "ensemble" is the ensemble with TVM's XGBModel as shipped (100 samples), "ensemble-warm16" the one
     ``tvm-cost tune --cost-model ensemble`` uses (XGBModel weighted in from 16 samples), "ensemble-xgb2" that one
-    with XGBModel's full weight doubled (level with the GNN at 16 samples, twice its weight from 32)."""
+    with XGBModel's full weight doubled (level with the GNN at 16 samples, twice its weight from 32); "gnn-adapt"
+    and "ensemble-adapt" are "gnn" and "ensemble-warm16" with the GNN fine-tuned harder online (`ADAPT`)."""
+    from tvm_cost.tuning.config import GNNCostModelConfig
+    from tvm_cost.tuning.cost_model import GNNCostModel
     from tvm_cost.tuning.ensemble import XGB_WARMUP, EnsembleCostModel
     from tvm_cost.tuning.tune import make_cost_model
     from tvm_cost.tuning.xgb import make_xgb
 
     if kind == "xgb-warm16":
         return make_xgb(num_warmup_samples=XGB_WARMUP)
+    if kind in ("gnn-adapt", "ensemble-adapt"):
+        gnn = GNNCostModel(checkpoint=checkpoint, target=target, config=GNNCostModelConfig(seed=seed, **ADAPT))
+        return gnn if kind == "gnn-adapt" else EnsembleCostModel(gnn)
     if kind in ("ensemble", "ensemble-xgb2"):
         gnn = make_cost_model("gnn", target=target, seed=seed, checkpoint=checkpoint)
         if kind == "ensemble":
