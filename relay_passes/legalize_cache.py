@@ -41,8 +41,8 @@ class LegalizeCache:
         """``customize_legalize_map`` for `relax.transform.LegalizeOps`: every op with an ``FLegalize``, cached."""
         with _PATCH_LOCK:  # built whole before it is shared: an op missing from it would be legalized unlocked
             if self._map is None:
-                self._map = {name: self._wrap(tvm.ir.Op.get(name).get_attr("FLegalize"))
-                             for name in tvm.ir.Op.list_op_names() if tvm.ir.Op.get(name).has_attr("FLegalize")}
+                ops = [tvm.ir.Op.get(name) for name in tvm.ir.Op.list_op_names()]
+                self._map = {op.name: self._wrap(op.get_attr("FLegalize")) for op in ops if op.has_attr("FLegalize")}
         return self._map
 
     def _wrap(self, legalize: Callable[[Any, relax.Call], relax.Expr]) -> Callable[[Any, relax.Call], relax.Expr]:

@@ -100,6 +100,8 @@ def main() -> None:
 
 def _record_run(converter: Any, args: argparse.Namespace, batches: list[int], tvm_version: str) -> None:
     """Append this run to the folder's MANIFEST.json (written atomically); exit if the folder holds other graphs."""
+    from tvm_cost.features.schema import SCHEMA
+
     manifest_path = converter.root / "MANIFEST.json"
     previous = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
     if (previous.get("target", args.target), previous.get("seed", args.seed),
@@ -109,8 +111,6 @@ def _record_run(converter: Any, args: argparse.Namespace, batches: list[int], tv
     runs = previous.get("runs", [])
     runs.append({"command": " ".join(sys.argv), "batches": batches, "limit": args.limit,
                  "date": time.strftime("%Y-%m-%d %H:%M")})
-    from tvm_cost.features.schema import SCHEMA
-
     manifest = {"target": args.target, "target_json": converter.resolved.target_json, "seed": args.seed,
                 "as_run": args.as_run,
                 "order": "tvm_cost.data.external.nasbench201_graphs.cell_order", "feature_schema": SCHEMA.version,

@@ -178,9 +178,10 @@ def _eval(args: argparse.Namespace) -> None:
 
     torch.set_num_threads(1)
     seeds = [int(s) for s in args.seeds.split(",")]
+    configs = _configs(args)
     t0 = time.perf_counter()
-    ds, folds, results, fold_reports = _eval_folds(args, seeds)
-    report, summary = _eval_report(args, ds, folds, results, fold_reports, seeds, time.perf_counter() - t0)
+    ds, folds, results, fold_reports = _eval_folds(args, seeds, configs)
+    report, summary = _eval_report(args, ds, folds, results, fold_reports, seeds, configs, time.perf_counter() - t0)
     console = _console()
     console.print(_eval_table(args, report, summary))
     if args.json:
@@ -195,7 +196,8 @@ def _eval(args: argparse.Namespace) -> None:
         console.print(f"wrote {args.png}")
 
 
-def _eval_folds(args: argparse.Namespace, seeds: list[int]) -> tuple[Any, list[list[str]], list[dict], dict]:
+def _eval_folds(args: argparse.Namespace, seeds: list[int], configs: tuple[Any, Any]
+                ) -> tuple[Any, list[list[str]], list[dict], dict]:
     """Train and score every held-out fold: (dataset, folds, per-fold results, per-fold report entries)."""
     from tvm_cost.errors import TvmCostError
     from tvm_cost.tuning.offline import compare_on_held_out, family_split, task_families
@@ -203,7 +205,7 @@ def _eval_folds(args: argparse.Namespace, seeds: list[int]) -> tuple[Any, list[l
     families = task_families(args.data)
     folds = [[f] for f in sorted(set().union(*families.values()))] if args.test_families == "each" else \
         [[f for f in args.test_families.split(",") if f]]
-    model_config, train_config = _configs(args)
+    model_config, train_config = configs
     results, fold_reports = [], {}
     with _progress() as progress:
         ds = _dataset(args, progress)
@@ -233,12 +235,13 @@ def _eval_folds(args: argparse.Namespace, seeds: list[int]) -> tuple[Any, list[l
 
 
 def _eval_report(args: argparse.Namespace, ds: Any, folds: list[list[str]], results: list[dict],
-                 fold_reports: dict, seeds: list[int], elapsed_s: float) -> tuple[dict, dict]:
+                 fold_reports: dict, seeds: list[int], configs: tuple[Any, Any], elapsed_s: float
+                 ) -> tuple[dict, dict]:
     """The JSON report of `tvm-cost eval` and the summary its table shows (the mean over folds for "each")."""
     from tvm_cost.tuning.offline import mean_over_folds
 
     each = args.test_families == "each"
-    model_config, train_config = _configs(args)
+    model_config, train_config = configs
     summary = mean_over_folds(results) if each else results[0]
     report = {"data": str(args.data), "records": len(ds), "tasks": len(ds.tasks), "seeds": seeds,
               "model_config": model_config.to_dict(), "train_config": train_config.to_dict(),

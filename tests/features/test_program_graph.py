@@ -303,7 +303,6 @@ def test_to_pyg_batch_offsets_edges_and_stacks_globals():
     assert batch.edge_attr.shape == (sum(g["edge_index"].shape[1] for g in graphs), len(PROGRAM_SCHEMA.edge))
 
 
-
 def test_to_pyg_batch_equals_pyg_collation():
     """The hand-built batch holds exactly the tensors PyG's own `Batch.from_data_list` gives."""
     import torch
@@ -316,6 +315,7 @@ def test_to_pyg_batch_equals_pyg_collation():
         assert ours[key].dtype == theirs[key].dtype, key
         assert torch.equal(ours[key], theirs[key]), key
     assert ours.num_graphs == theirs.num_graphs == 3
+
 
 @pytest.mark.slow
 def test_report_construction_time_against_per_store_feature(capsys):
