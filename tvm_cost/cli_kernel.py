@@ -225,7 +225,7 @@ def _eval_folds(args: argparse.Namespace, seeds: list[int], configs: tuple[Any, 
                 "train_records": len(train_idx), "test_records": len(test_idx),
                 "train_tasks": len({ds.groups[int(i)] for i in train_idx}), "test_tasks": len(set(groups)),
                 "test_tasks_with_pairs": sum(1 for g in set(groups) if groups.count(g) > 1),
-                **{k: result[k] for k in ("mean", "std")},
+                **{k: result[k] for k in ("mean", "std", "deep_ensemble")},
                 "per_seed": {str(s): v for s, v in result["per_seed"].items()}}
             results.append(result)
     if not results:
@@ -248,8 +248,8 @@ def _eval_report(args: argparse.Namespace, ds: Any, folds: list[list[str]], resu
               "elapsed_s": round(elapsed_s, 1),
               **({"test_families": "each", "folds": fold_reports} if each else
                  {"test_families": folds[0], **{k: v for k, v in fold_reports[",".join(folds[0])].items()
-                                                if k not in ("mean", "std", "per_seed")}}),
-              **{k: summary[k] for k in ("mean", "std")},
+                                                if k not in ("mean", "std", "deep_ensemble", "per_seed")}}),
+              **{k: summary[k] for k in ("mean", "std", "deep_ensemble")},
               "per_seed": {str(s): v for s, v in summary["per_seed"].items()}}
     return report, summary
 
@@ -277,4 +277,8 @@ def _eval_table(args: argparse.Namespace, report: dict, summary: dict) -> Any:
         mean, std = summary["mean"][name], summary["std"][name]
         table.add_row(name, *(f"{mean[k]:.3f} ± {std[k]:.3f}" if k in mean else ""
                               for k in (*RANKING_METRICS, "mape")))
+    if summary["deep_ensemble"]:
+        deep = summary["deep_ensemble"]
+        table.add_row(f"gnn x{len(report['seeds'])} (deep ensemble of the seeds)",
+                      *(f"{deep[k]:.3f}" for k in (*RANKING_METRICS, "mape")))
     return table

@@ -49,11 +49,14 @@ def test_train_and_eval_commands(tiny_logs, tmp_path, capsys):
     for name in ("random", "xgb", "gnn", "ensemble"):
         assert 0.0 <= report["mean"][name]["pairwise_acc"] <= 1.0
     assert np.isfinite(report["mean"]["gnn"]["mape"])
+    assert set(report["deep_ensemble"]) == {"pairwise_acc", "peak@1", "peak@5", "kendall_tau", "mape"}
+    assert "deep ensemble of the seeds" in capsys.readouterr().out
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert main(["eval", str(tiny_logs), "--test-families", "each", "--seeds", "0", *small,
                  "--json", str(report_path), "--png", str(png)]) == 0  # leave one family out
     report = json.loads(report_path.read_text())
     assert set(report["folds"]) == {"fam0", "fam1"} and report["test_families"] == "each"
+    assert report["deep_ensemble"] is None  # one seed: no ensemble of seeds
     assert all(f["train_records"] == f["test_records"] == 8 for f in report["folds"].values())
     for name in ("xgb", "gnn"):
         folds = [f["per_seed"]["0"][name]["pairwise_acc"] for f in report["folds"].values()]

@@ -120,9 +120,14 @@ def compare_on_held_out(items: Sequence[Any], train_idx: np.ndarray, test_idx: n
                         on_epoch: Callable[[int, dict[str, float]], None] | None = None) -> dict[str, Any]:
     """GNN (one per seed) vs `XGBModel` vs their rank ensemble vs random on the test items, all in this one call.
 
+    With two or more seeds, the GNNs of all seeds also score together as a deep ensemble (the mean of their
+    predicted log-latencies, as `EnsembleModel` combines its members): one more model, at the cost of one
+    forward pass per member.
+
     Returns:
-        ``{"per_seed": {seed: {model: metrics}}, "mean": {model: metrics}, "std": ..., "predictions": {"measured_ms",
-        "gnn_ms" (first seed)}}``; the GNN's metrics add ``mape`` of its regression head.
+        ``{"per_seed": {seed: {model: metrics}}, "mean": {model: metrics}, "std": ..., "deep_ensemble": metrics
+        (None for one seed), "predictions": {"measured_ms", "gnn_ms" (first seed)}}``; the GNN's metrics add
+        ``mape`` of its regression head.
     """
     train_items = [items[int(i)] for i in train_idx]
     test_items = [items[int(i)] for i in test_idx]
@@ -131,7 +136,7 @@ def compare_on_held_out(items: Sequence[Any], train_idx: np.ndarray, test_idx: n
     xgb_scores = xgbmodel_scores(train_items, test_items)  # deterministic: one fit serves all seeds
     xgb = ranking_metrics(latency, xgb_scores, group)
     per_seed: dict[int, dict[str, dict[str, float]]] = {}
-    first_pred: np.ndarray | None = None
+    preds: list[np.ndarray] = []
     from tvm_cost.train import mape
 
     for seed in seeds:
@@ -139,13 +144,16 @@ def compare_on_held_out(items: Sequence[Any], train_idx: np.ndarray, test_idx: n
                              train_config=train_config.replace(seed=seed),
                              callback=None if on_epoch is None else (lambda r, s=seed: on_epoch(s, r)))
         pred = predict_log_ms(model, test_items)
-        first_pred = pred if first_pred is None else first_pred
+        preds.append(pred)
         rand = np.random.default_rng(seed).random(len(test_items))
         per_seed[seed] = {"random": ranking_metrics(latency, rand, group), "xgb": xgb,
                           "gnn": {**ranking_metrics(latency, -pred, group), "mape": mape(latency, np.exp(pred))},
                           "ensemble": ranking_metrics(latency, ensemble_scores(-pred, xgb_scores, group), group)}
+    deep = np.mean(preds, axis=0) if len(preds) > 1 else None
     return {**_over_seeds(per_seed),
-            "predictions": {"measured_ms": latency, "gnn_ms": np.exp(first_pred) if first_pred is not None else None}}
+            "deep_ensemble": None if deep is None else {**ranking_metrics(latency, -deep, group),
+                                                         "mape": mape(latency, np.exp(deep))},
+            "predictions": {"measured_ms": latency, "gnn_ms": np.exp(preds[0]) if preds else None}}
 
 
 def _over_seeds(per_seed: dict[Any, dict[str, dict[str, float]]]) -> dict[str, Any]:
@@ -163,11 +171,14 @@ def mean_over_folds(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     (a fold's value is already the mean over its test tasks), then mean and std over seeds.
 
     Returns:
-        ``{"per_seed": {seed: {model: metrics}}, "mean": {model: metrics}, "std": ...}``.
+        ``{"per_seed": {seed: {model: metrics}}, "mean": {model: metrics}, "std": ..., "deep_ensemble": metrics
+        averaged over the folds, or None}``.
     """
     first = results[0]["per_seed"]
-    return _over_seeds({s: {n: {k: float(np.nanmean([r["per_seed"][s][n][k] for r in results])) for k in first[s][n]}
-                            for n in first[s]} for s in first})
+    deep = [r["deep_ensemble"] for r in results if r.get("deep_ensemble")]
+    return {**_over_seeds({s: {n: {k: float(np.nanmean([r["per_seed"][s][n][k] for r in results]))
+                                    for k in first[s][n]} for n in first[s]} for s in first}),
+            "deep_ensemble": {k: float(np.nanmean([d[k] for d in deep])) for k in deep[0]} if deep else None}
 
 
 def plot_predicted_vs_measured(path: str | Path, measured_ms: np.ndarray, predicted_ms: np.ndarray, *,
