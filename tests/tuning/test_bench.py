@@ -129,6 +129,14 @@ def test_gnn_kinds_take_the_given_checkpoint(tmp_path):
     assert (adapt.config.update_steps, adapt.config.lr, adapt.config.seed) == (32, 1e-3, 3)
     both = cost_model_for("ensemble-adapt", target={"kind": "llvm", "num-cores": 1}, seed=0, checkpoint=weights)
     assert both.gnn.config.update_steps == 32 and both.xgb_warmup == 16
+    explore = cost_model_for("gnn-explore", target={"kind": "llvm", "num-cores": 1}, seed=0, checkpoint=weights)
+    assert explore.describe()["source"] == str(weights) and explore.config == gnn.config
+
+
+def test_only_gnn_explore_changes_the_search():
+    from tvm_cost.tuning.bench import BENCH_KINDS, search_eps_greedy
+
+    assert {k: search_eps_greedy(k) for k in BENCH_KINDS if search_eps_greedy(k) != 0.05} == {"gnn-explore": 0.25}
 
 
 def test_default_exclusion_covers_every_measured_folder(tmp_path):

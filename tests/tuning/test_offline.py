@@ -95,3 +95,29 @@ def test_train_under_torchrun_with_two_processes(tiny_logs, tmp_path):
     assert "trained on 16 candidates" in done.stdout
     _, meta = load_checkpoint(ckpt, schema=PROGRAM_SCHEMA)
     assert meta["extra"]["processes"] == 2
+
+
+def test_online_adaptation_study_scores_every_model_on_the_unseen_candidates(tiny_logs, tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).parents[2] / "scripts" / "online_adaptation_study.py"
+    small = ["--epochs", "2", "--hidden", "8", "--layers", "1", "--batch-size", "8"]
+    assert main(["train", str(tiny_logs), "--out", str(tmp_path / "no_fam1"), "--exclude-families", "fam1",
+                 *small]) == 0
+    out = tmp_path / "study.json"
+    run = [sys.executable, str(script), "--data", str(tiny_logs), "--test-families", "fam1", "--round", "2",
+           "--measured", "4,8", "--splits", "2"]
+    done = subprocess.run([*run, "--checkpoint", str(tmp_path / "no_fam1"), "--json", str(out)],
+                          capture_output=True, text=True, check=True)
+    assert "k=8: no test task has 10 or more candidates" in done.stdout  # fam1's task has 8
+    report = json.loads(out.read_text())
+    assert list(report["results"]) == ["4"] and report["results"]["4"]["tasks"] == 1
+    mean = report["results"]["4"]["mean"]
+    assert set(mean) == {"gnn", "gnn-online", "gnn-adapt", "xgb", "ensemble", "random"}
+    assert all(0.0 <= m["pairwise_acc"] <= 1.0 for m in mean.values())
+
+    assert main(["train", str(tiny_logs), "--out", str(tmp_path / "all"), *small]) == 0
+    refused = subprocess.run([*run, "--checkpoint", str(tmp_path / "all")], capture_output=True, text=True)
+    assert refused.returncode == 2 and "was trained on some of ['fam1']" in refused.stderr

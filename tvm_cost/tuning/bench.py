@@ -24,11 +24,15 @@ import numpy as np
 from tvm_cost.errors import TvmCostError
 
 BENCH_KINDS: tuple[str, ...] = ("xgb", "xgb-warm16", "gnn", "ensemble", "ensemble-warm16", "ensemble-xgb2",
-                                "gnn-adapt", "ensemble-adapt", "random")
+                                "gnn-adapt", "ensemble-adapt", "gnn-explore", "random")
 ADAPT: dict[str, Any] = {"update_steps": 32, "lr": 1e-3}
 """Online fine-tuning of the "-adapt" kinds: 4x the steps at 2x the learning rate of `GNNCostModelConfig`'s
 defaults, to test whether a GNN that stalls after its first candidates learns the task faster."""
 REFERENCE_KINDS: tuple[str, ...] = ("xgb", "xgb-warm16")
+EPS_GREEDY: dict[str, float] = {"gnn-explore": 0.25}
+"""Share of each round's measured candidates that evolutionary search draws at random, where a kind differs from
+MetaSchedule's 0.05: "gnn-explore" is "gnn" measuring 4 random candidates of 16, to test whether a GNN-led search
+stalls for lack of coverage (docs/kernel_model.md, the offline replay)."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +68,8 @@ def cost_model_for(kind: str, *, target: Any, seed: int, checkpoint: str | Path 
     "ensemble" is the ensemble with TVM's XGBModel as shipped (100 samples), "ensemble-warm16" the one
     ``tvm-cost tune --cost-model ensemble`` uses (XGBModel weighted in from 16 samples), "ensemble-xgb2" that one
     with XGBModel's full weight doubled (level with the GNN at 16 samples, twice its weight from 32); "gnn-adapt"
-    and "ensemble-adapt" are "gnn" and "ensemble-warm16" with the GNN fine-tuned harder online (`ADAPT`)."""
+    and "ensemble-adapt" are "gnn" and "ensemble-warm16" with the GNN fine-tuned harder online (`ADAPT`);
+    "gnn-explore" is "gnn" (its search differs, `EPS_GREEDY`)."""
     from tvm_cost.tuning.config import GNNCostModelConfig
     from tvm_cost.tuning.cost_model import GNNCostModel
     from tvm_cost.tuning.ensemble import XGB_WARMUP, EnsembleCostModel
@@ -83,8 +88,13 @@ def cost_model_for(kind: str, *, target: Any, seed: int, checkpoint: str | Path 
         return EnsembleCostModel(gnn, xgb_weight=2.0)  # the default XGB member, weighted twice
     if kind not in BENCH_KINDS:
         raise ValueError(f"unknown bench cost model {kind!r}; choose from {', '.join(BENCH_KINDS)}")
-    shipped = "ensemble" if kind == "ensemble-warm16" else kind
+    shipped = {"ensemble-warm16": "ensemble", "gnn-explore": "gnn"}.get(kind, kind)
     return make_cost_model(shipped, target=target, seed=seed, checkpoint=checkpoint)  # type: ignore[arg-type]
+
+
+def search_eps_greedy(kind: str) -> float:
+    """The evolutionary search's random share for a bench kind (`EPS_GREEDY`, else MetaSchedule's 0.05)."""
+    return EPS_GREEDY.get(kind, 0.05)
 
 
 def _trial_log() -> Any:
@@ -129,7 +139,7 @@ def run_one(task: BenchTask, kind: str, *, seed: int, target: Any, max_trials: i
     callbacks = [*measure_callbacks, log]
     strategy = ms.search_strategy.EvolutionarySearch(
         population_size=population_size, init_min_unmeasured=max(1, min(50, population_size // 4)),
-        genetic_num_iters=2)
+        genetic_num_iters=2, eps_greedy=search_eps_greedy(kind))
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tvm-cost-bench-") as work_dir:
         tune_tir(task.mod, target=tvm_target,

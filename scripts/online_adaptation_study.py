@@ -1,0 +1,131 @@
+"""How fast does each cost model learn a held-out task from that task's own measurements? An offline replay of a
+tune's later rounds, on measured candidates, to explain why the GNN leads early in `tvm-cost bench kernel` and
+falls behind XGBModel by 128 trials.
+
+For every test task (one that only the held-out families contain) with at least ``k + round`` measured
+candidates, `--splits` random orders: the first ``k`` candidates are "measured" (fed in rounds of `--round`, 16 as
+the bench measures them), the rest are ranked. Scored on the rest, in one run:
+
+- ``gnn``: the pretrained checkpoint alone (what the search sees before any update);
+- ``gnn-online``: the checkpoint fine-tuned after each round by `finetune_steps` with `GNNCostModel`'s shipped
+  settings (what ``update()`` does in a tune);
+- ``gnn-adapt``: the same with the bench's stronger fine-tuning (`tvm_cost.tuning.bench.ADAPT`);
+- ``xgb``: TVM's `XGBModel` fitted on the ``k`` measured candidates only (as in a tune);
+- ``ensemble``: `EnsembleCostModel`'s rank mean of ``gnn-online`` and ``xgb``;
+- ``random``.
+
+    python scripts/online_adaptation_study.py --data tuning_logs/llvm-1core-xeon \\
+        --checkpoint docs/bench_kernel_xeon/xeon-no-mbv2-r50 --test-families mobilenet_v2,resnet50
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+from typing import Any
+
+import numpy as np
+
+def _graph(d: Any) -> dict[str, np.ndarray]:
+    return {"x": d.x.numpy(), "edge_index": d.edge_index.numpy(), "edge_attr": d.edge_attr.numpy(),
+            "u": d.u.numpy()}
+
+
+def _online(pretrained: Any, seen: list[Any], rest: list[Any], config: Any, seed: int, size: int) -> np.ndarray:
+    """Minus the predicted log-latency of `rest` after fine-tuning a copy of `pretrained` in rounds of `size`."""
+    import torch
+
+    from tvm_cost.tuning.finetune import finetune_steps
+    from tvm_cost.tuning.offline import predict_log_ms
+
+    model = copy.deepcopy(pretrained)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay, fused=True)
+    graphs = [_graph(d) for d in seen]
+    latency = np.array([d.latency_ms for d in seen])
+    for r in range(len(seen) // size):
+        end = (r + 1) * size
+        finetune_steps(model, optimizer, graphs[:end], latency[:end], num_new=size, config=config,
+                       seed=seed * 1_000_003 + r)
+    return -predict_log_ms(model, rest)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--checkpoint", required=True, help="a GNN trained without the test families")
+    parser.add_argument("--test-families", required=True)
+    parser.add_argument("--measured", default="16,32,64", help="comma-separated k: candidates measured first")
+    parser.add_argument("--round", type=int, default=16, help="candidates measured per tune round")
+    parser.add_argument("--splits", type=int, default=5)
+    parser.add_argument("--json", help="write the report here")
+    args = parser.parse_args()
+    import torch
+    from rich.progress import track
+
+    from tvm_cost.features.program_schema import PROGRAM_SCHEMA
+    from tvm_cost.train import load_checkpoint
+    from tvm_cost.tuning.bench import ADAPT
+    from tvm_cost.tuning.config import GNNCostModelConfig
+    from tvm_cost.tuning.offline import (
+        ensemble_scores,
+        family_split,
+        load_kernel_dataset,
+        predict_log_ms,
+        ranking_metrics,
+        task_families,
+        xgbmodel_scores,
+    )
+
+    torch.set_num_threads(1)
+    pretrained, meta = load_checkpoint(args.checkpoint, schema=PROGRAM_SCHEMA)
+    held = args.test_families.split(",")
+    if not set(held) <= set(meta["extra"].get("excluded_families", [])):
+        parser.error(f"the checkpoint was trained on some of {held}: {meta['extra'].get('excluded_families')}")
+    ds = load_kernel_dataset(args.data)
+    _, test_idx = family_split(ds.groups, task_families(args.data), held)
+    by_task: dict[int, list[Any]] = {}
+    for i in test_idx:
+        by_task.setdefault(int(ds[int(i)].group), []).append(ds[int(i)])
+    shipped, adapt = GNNCostModelConfig(), GNNCostModelConfig(**ADAPT)
+    report: dict[str, Any] = {"data": args.data, "checkpoint": args.checkpoint, "test_families": held,
+                              "splits": args.splits, "round": args.round, "results": {}}
+    for k in [int(v) for v in args.measured.split(",")]:
+        tasks = {g: items for g, items in by_task.items() if len(items) >= k + args.round}
+        if not tasks:
+            print(f"k={k}: no test task has {k + args.round} or more candidates")
+            continue
+        per_split: list[dict[str, dict[str, float]]] = []
+        for split in track(range(args.splits), description=f"k={k}: {len(tasks)} tasks"):
+            rng = np.random.default_rng(split)
+            scores: dict[str, list[np.ndarray]] = {}
+            latency, group = [], []
+            for g, items in tasks.items():
+                order = rng.permutation(len(items))
+                seen, rest = [items[i] for i in order[:k]], [items[i] for i in order[k:]]
+                gnn_online = _online(pretrained, seen, rest, shipped, split, args.round)
+                xgb = xgbmodel_scores(seen, rest)
+                grp = np.full(len(rest), g)
+                gnn_adapt = _online(pretrained, seen, rest, adapt, split, args.round)
+                for name, s in (("gnn", -predict_log_ms(pretrained, rest)), ("gnn-online", gnn_online),
+                                ("gnn-adapt", gnn_adapt), ("xgb", xgb),
+                                ("ensemble", ensemble_scores(gnn_online, xgb, grp)),
+                                ("random", rng.random(len(rest)))):
+                    scores.setdefault(name, []).append(s)
+                latency.append([d.latency_ms for d in rest])
+                group.append(grp)
+            lat, grp = np.concatenate(latency), np.concatenate(group)
+            per_split.append({n: ranking_metrics(lat, np.concatenate(s), grp) for n, s in scores.items()})
+        mean = {n: {m: float(np.nanmean([p[n][m] for p in per_split])) for m in per_split[0][n]}
+                for n in per_split[0]}
+        report["results"][str(k)] = {"tasks": len(tasks), "mean": mean}
+        print(f"k={k} measured, {len(tasks)} tasks, mean over {args.splits} splits (pairwise / peak@1 / peak@5):")
+        for n, m in mean.items():
+            print(f"  {n:<11} {m['pairwise_acc']:.3f} / {m['peak@1']:.3f} / {m['peak@5']:.3f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
