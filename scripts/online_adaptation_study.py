@@ -34,13 +34,11 @@ def _graph(d: Any) -> dict[str, np.ndarray]:
 
 def _online(pretrained: Any, seen: list[Any], rest: list[Any], config: Any, seed: int, size: int) -> np.ndarray:
     """Minus the predicted log-latency of `rest` after fine-tuning a copy of `pretrained` in rounds of `size`."""
-    import torch
-
-    from tvm_cost.tuning.finetune import finetune_steps
+    from tvm_cost.tuning.finetune import finetune_optimizer, finetune_steps
     from tvm_cost.tuning.offline import predict_log_ms
 
     model = copy.deepcopy(pretrained)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay, fused=True)
+    optimizer = finetune_optimizer(model, config)  # the one `GNNCostModel.update` uses
     graphs = [_graph(d) for d in seen]
     latency = np.array([d.latency_ms for d in seen])
     for r in range(len(seen) // size):
@@ -85,8 +83,8 @@ def main() -> None:
     ds = load_kernel_dataset(args.data)
     _, test_idx = family_split(ds.groups, task_families(args.data), held)
     by_task: dict[int, list[Any]] = {}
-    for i in test_idx:
-        by_task.setdefault(int(ds[int(i)].group), []).append(ds[int(i)])
+    for item in (ds[int(i)] for i in test_idx):
+        by_task.setdefault(int(item.group), []).append(item)
     shipped, adapt = GNNCostModelConfig(), GNNCostModelConfig(**ADAPT)
     report: dict[str, Any] = {"data": args.data, "checkpoint": args.checkpoint, "test_families": held,
                               "splits": args.splits, "round": args.round, "results": {}}

@@ -44,7 +44,7 @@ from tvm_cost.features.program_graph import to_pyg_batch
 from tvm_cost.features.program_schema import PROGRAM_SCHEMA
 from tvm_cost.tuning.checkpoints import shipped_checkpoint, target_name
 from tvm_cost.tuning.config import GNNCostModelConfig
-from tvm_cost.tuning.finetune import fit_input_normalization, finetune_steps
+from tvm_cost.tuning.finetune import finetune_optimizer, finetune_steps, fit_input_normalization
 from tvm_cost.tuning.replay import CandidateFeaturizer, ReplayBuffer, measured_latency_ms, task_key
 from tvm_cost.tuning.scoring import one_line, python_side_save_load, scores_from_log_latency, torch_threads
 from tvm_cost.tuning.xgb import load_xgb, make_xgb, save_xgb, seed_xgb
@@ -288,8 +288,7 @@ class GNNCostModel(PyCostModel):
             fit_input_normalization(model, items)
             self.norm_fitted = True
         if self._optimizer is None:
-            self._optimizer = torch.optim.AdamW(model.parameters(), lr=c.lr, weight_decay=c.weight_decay,
-                                                fused=True)  # one fused kernel, not one update per tensor
+            self._optimizer = finetune_optimizer(model, c)
         graphs, latency_ms = self.buffer.task(key)
         finetune_steps(model, self._optimizer, graphs, latency_ms, num_new=num_new, config=c,
                        seed=c.seed * 1_000_003 + self.updates)

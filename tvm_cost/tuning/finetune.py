@@ -31,6 +31,11 @@ def fit_input_normalization(model: Any, items: Sequence[Any]) -> None:
     model.set_normalization(stats)
 
 
+def finetune_optimizer(model: nn.Module, config: GNNCostModelConfig) -> torch.optim.Optimizer:
+    """The AdamW of online fine-tuning: one fused kernel, not one update per tensor (it runs in every `update`)."""
+    return torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay, fused=True)
+
+
 def _batch_indices(n: int, num_new: int, batch: int, gen: torch.Generator) -> np.ndarray:
     """All of a small buffer; else the newest (up to half a batch) plus a random draw of the older ones."""
     if n <= batch:
