@@ -21,31 +21,10 @@ the bench measures them), the rest are ranked. Scored on the rest, in one run:
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 from typing import Any
 
 import numpy as np
-
-def _graph(d: Any) -> dict[str, np.ndarray]:
-    return {"x": d.x.numpy(), "edge_index": d.edge_index.numpy(), "edge_attr": d.edge_attr.numpy(),
-            "u": d.u.numpy()}
-
-
-def _online(pretrained: Any, seen: list[Any], rest: list[Any], config: Any, seed: int, size: int) -> np.ndarray:
-    """Minus the predicted log-latency of `rest` after fine-tuning a copy of `pretrained` in rounds of `size`."""
-    from tvm_cost.tuning.finetune import finetune_optimizer, finetune_steps
-    from tvm_cost.tuning.offline import predict_log_ms
-
-    model = copy.deepcopy(pretrained)
-    optimizer = finetune_optimizer(model, config)  # the one `GNNCostModel.update` uses
-    graphs = [_graph(d) for d in seen]
-    latency = np.array([d.latency_ms for d in seen])
-    for r in range(len(seen) // size):
-        end = (r + 1) * size
-        finetune_steps(model, optimizer, graphs[:end], latency[:end], num_new=size, config=config,
-                       seed=seed * 1_000_003 + r)
-    return -predict_log_ms(model, rest)
 
 
 def main() -> None:
@@ -69,6 +48,7 @@ def main() -> None:
         ensemble_scores,
         family_split,
         load_kernel_dataset,
+        online_finetuned_scores,
         predict_log_ms,
         ranking_metrics,
         task_families,
@@ -101,10 +81,11 @@ def main() -> None:
             for g, items in tasks.items():
                 order = rng.permutation(len(items))
                 seen, rest = [items[i] for i in order[:k]], [items[i] for i in order[k:]]
-                gnn_online = _online(pretrained, seen, rest, shipped, split, args.round)
+                gnn_online = online_finetuned_scores(pretrained, seen, rest, shipped, seed=split,
+                                                     round_size=args.round)
                 xgb = xgbmodel_scores(seen, rest)
                 grp = np.full(len(rest), g)
-                gnn_adapt = _online(pretrained, seen, rest, adapt, split, args.round)
+                gnn_adapt = online_finetuned_scores(pretrained, seen, rest, adapt, seed=split, round_size=args.round)
                 for name, s in (("gnn", -predict_log_ms(pretrained, rest)), ("gnn-online", gnn_online),
                                 ("gnn-adapt", gnn_adapt), ("xgb", xgb),
                                 ("ensemble", ensemble_scores(gnn_online, xgb, grp)),

@@ -1,5 +1,6 @@
-"""`tvm-cost bench kernel`: the online comparison of cost models on held-out tasks (parsing and printing only;
-the work is in `tvm_cost.tuning.bench`)."""
+"""`tvm-cost bench kernel`: the online comparison of cost models on held-out tasks, and `tvm-cost bench
+remeasure`: its runs' best schedules timed again side by side (parsing and printing only; the work is in
+`tvm_cost.tuning.bench` and `tvm_cost.tuning.remeasure`)."""
 
 from __future__ import annotations
 
@@ -34,8 +35,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trials-per-iter", type=int, default=16, help="candidates measured per search round")
     p.add_argument("--population", type=int, default=128, help="evolutionary-search population")
     p.add_argument("--target", default='{"kind": "llvm", "num-cores": 1}', help="target JSON or preset")
+    p.add_argument("--keep-records", action="store_true",
+                   help="keep each run's MetaSchedule database (every measured schedule) under OUT/records/, "
+                        "for `tvm-cost bench remeasure`")
     p.add_argument("--out", required=True, help="output folder")
     p.set_defaults(func=_bench_kernel)
+    p = bench.add_parser("remeasure", help="time the best schedule of each run of a `bench kernel --keep-records` "
+                                           "folder again, the kinds of a task and seed round-robin (resumable; "
+                                           "writes remeasure.jsonl and remeasure.json)")
+    p.add_argument("--out", required=True, help="the bench's output folder")
+    p.add_argument("--times", type=int, default=9, help="timings of each best schedule")
+    p.set_defaults(func=_bench_remeasure)
 
 
 def _measured_folders(root: Path) -> list[Path]:
@@ -87,7 +97,8 @@ def _bench_kernel(args: argparse.Namespace) -> None:
 
             runs = run_bench(tasks, kinds, seeds, store=store, target=target, max_trials=budgets[-1], on_run=on_run,
                              builder=builder, runner=runner, trials_per_iter=args.trials_per_iter,
-                             population_size=args.population, checkpoint=args.checkpoint or "auto")
+                             population_size=args.population, checkpoint=args.checkpoint or "auto",
+                             records_dir=out / "records" if args.keep_records else None)
     finally:
         builder.close()
     summary = summarize(runs, budgets)
@@ -107,3 +118,42 @@ def _bench_kernel(args: argparse.Namespace) -> None:
         console.print(f"{kind} reaches XGBModel's {budgets[-1]}-trial best in a median of {reach['median_trials']} "
                       f"trials, {reach['median_seconds']} s (reached in {reach['reached']} runs)")
     console.print(f"wrote {out / 'summary.json'}, {plot_curves(runs, out / 'curves.png')}")
+
+
+def _bench_remeasure(args: argparse.Namespace) -> None:
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from tvm_cost.collect.fast import make_builder, make_runner
+    from tvm_cost.errors import TvmCostError
+    from tvm_cost.tuning.bench import RunStore
+    from tvm_cost.tuning.remeasure import remeasure_runs, summarize_remeasured
+
+    console = Console(width=None if sys.stdout.isatty() else 200)
+    out = Path(args.out)
+    runs = RunStore(out / "runs.jsonl").runs
+    if not runs or not (out / "records").is_dir():
+        raise TvmCostError(f"{out}: no runs.jsonl with a records/ folder (run `bench kernel --keep-records`)")
+    builder, runner = make_builder("fast"), make_runner()
+    try:
+        with Progress(console=console) as bar:
+            job = bar.add_task("re-measure", total=len({(r.task, r.seed) for r in runs}))
+            rows = remeasure_runs(runs, out / "records", times=args.times, builder=builder, runner=runner,
+                                  store=out / "remeasure.jsonl",
+                                  on_group=lambda label: bar.update(job, advance=1, description=label))
+    finally:
+        builder.close()
+    summary = summarize_remeasured(rows)
+    summary["command"] = " ".join(sys.argv)
+    (out / "remeasure.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    table = Table(title=f"best schedule / XGBModel's (geometric mean over {summary['tasks']} tasks, median over "
+                        f"seeds {summary['seeds']}; lower is better)")
+    for col in ("cost model", "as tuned", "re-measured", "tuned / re-measured"):
+        table.add_column(col, justify="left" if col == "cost model" else "right")
+    for kind, geo in summary["best_vs_reference_geomean"].items():
+        optimism = summary["tuned_over_remeasured_median"][kind]
+        table.add_row(kind, *(f"{v:.3f}" if v is not None else "-"
+                              for v in (geo["tuned"], geo["remeasured"], optimism)))
+    console.print(table)
+    console.print(f"wrote {out / 'remeasure.json'}")

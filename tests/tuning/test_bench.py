@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,9 +15,16 @@ from tvm_cost.errors import TvmCostError
 from tvm_cost.tuning.bench import BenchRun, RunStore, _stem, plot_curves, summarize
 
 
-def test_bench_runs_each_kind_once_and_resumes(tmp_path):
-    """Real evolutionary search with DummyBuilder/DummyRunner (random times, not measurements), twice."""
-    out = run_worker("dummy-bench", tmp_path, timeout=600)["dummy-bench"]
+@pytest.fixture(scope="module")
+def dummy_bench(tmp_path_factory) -> tuple[dict, Path]:
+    """A bench with real evolutionary search and DummyBuilder/DummyRunner (random times, not measurements),
+    run twice over one store, with --keep-records: (what the worker returned, the bench folder)."""
+    root = tmp_path_factory.mktemp("bench")
+    return run_worker("dummy-bench", root, timeout=600)["dummy-bench"], root / "dummy-bench"
+
+
+def test_bench_runs_each_kind_once_and_resumes(dummy_bench):
+    out, _ = dummy_bench
     ran = [label for fresh, label in out["labels"] if fresh]
     skipped = [label for fresh, label in out["labels"] if not fresh]
     assert ran == ["matmul_relu random seed 0", "matmul_relu xgb-warm16 seed 0", "matmul_relu gnn seed 0"]
@@ -25,6 +33,33 @@ def test_bench_runs_each_kind_once_and_resumes(tmp_path):
     for _, trials in out["runs"]:
         times = [t for t, _ in trials]
         assert len(trials) == 16 and times == sorted(times) and all(ms > 0 for _, ms in trials)
+    # --keep-records: each run's database holds its measured schedules, the fastest is what the bench saw last
+    first, again = out["remeasured"]
+    assert again == first  # the second re-measure found the group stored
+    assert [row["kind"] for row in first] == ["random", "xgb-warm16", "gnn"]
+    for row, (_, trials) in zip(first, out["runs"]):
+        assert row["tuned_ms"] == pytest.approx(min(ms for _, ms in trials))
+        assert len(row["samples_ms"]) == 3 and row["remeasured_ms"] == pytest.approx(np.median(row["samples_ms"]))
+
+
+def test_late_round_study_ranks_each_runs_later_candidates(dummy_bench, tiny_logs, tmp_path):
+    """scripts/late_round_study.py on the dummy bench's kept records (SYNTHETIC latencies), a tiny checkpoint."""
+    from tvm_cost.cli import main
+
+    ckpt = tmp_path / "tiny"
+    assert main(["train", str(tiny_logs), "--out", str(ckpt), "--epochs", "1", "--hidden", "8", "--layers", "1"]) == 0
+    script = Path(__file__).parents[2] / "scripts" / "late_round_study.py"
+    out = tmp_path / "late.json"
+    subprocess.run([sys.executable, str(script), "--bench", str(dummy_bench[1]), "--checkpoint", str(ckpt),
+                    "--seen", "8,16", "--round", "4", "--json", str(out)], capture_output=True, text=True, check=True)
+    report = json.loads(out.read_text())
+    assert report["results"]["16"] == {}  # the runs measured 16: nothing left to rank
+    by_kind = report["results"]["8"]
+    assert set(by_kind) == {"random", "xgb-warm16", "gnn"}
+    for result in by_kind.values():
+        assert result["runs"] == 1 and result["max_over_min_median"] >= 1.0
+        assert set(result["metrics"]) == {"gnn", "gnn-online", "xgb", "ensemble", "random"}
+        assert all(0.0 <= m["pairwise_acc"] <= 1.0 for m in result["metrics"].values())
 
 
 def _run(task: str, kind: str, seed: int, latencies: list[float | None]) -> BenchRun:
@@ -98,12 +133,19 @@ def test_bench_kernel_cli_measures_a_tiny_task(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "tvm_cost.cli", "bench", "kernel", "--model", "zoo:mlp,width=64,depth=1,in_features=64",
          "--exclude", str(tmp_path / "empty"), "--min-flop", "0", "--tasks", "1", "--cost-models", "xgb,random", "--seeds", "0",
-         "--budgets", "4,8", "--trials-per-iter", "4", "--population", "32", "--out", str(tmp_path / "bench")],
+         "--budgets", "4,8", "--trials-per-iter", "4", "--population", "32", "--keep-records",
+         "--out", str(tmp_path / "bench")],
         capture_output=True, text=True, check=False, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads((tmp_path / "bench" / "summary.json").read_text())
     assert summary["tasks"] == 1 and set(summary["best_vs_reference_geomean"]) == {"xgb", "random"}
     assert (tmp_path / "bench" / "curves.png").exists()
+    proc = subprocess.run([sys.executable, "-m", "tvm_cost.cli", "bench", "remeasure", "--times", "3",
+                           "--out", str(tmp_path / "bench")], capture_output=True, text=True, check=False, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    remeasured = json.loads((tmp_path / "bench" / "remeasure.json").read_text())
+    assert set(remeasured["best_vs_reference_geomean"]) == {"xgb", "random"}
+    assert all(0.2 < v < 5 for v in remeasured["tuned_over_remeasured_median"].values())
 
 
 def test_gnn_kinds_take_the_given_checkpoint(tmp_path):

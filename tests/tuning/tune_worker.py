@@ -71,8 +71,14 @@ def main(mode: str, work_dir: str) -> dict:
             runs = bench.run_bench([task], kinds, [0], store=bench.RunStore(store.path), target=LLVM, max_trials=16,
                                    trials_per_iter=8, population_size=32, builder=DummyBuilder(),
                                    runner=DummyRunner(), measure_callbacks=dummy["measure_callbacks"],
+                                   records_dir=Path(work_dir) / "records",
                                    on_run=lambda run, label: labels.append((run is not None, label)))
-        return {"labels": labels, "runs": [[r.kind, r.trials] for r in runs]}
+        from tvm_cost.tuning.remeasure import remeasure_runs
+
+        remeasured = [remeasure_runs(runs, Path(work_dir) / "records", times=3, builder=DummyBuilder(),
+                                     runner=DummyRunner(), store=Path(work_dir) / "remeasure.jsonl")
+                      for _ in range(2)]
+        return {"labels": labels, "runs": [[r.kind, r.trials] for r in runs], "remeasured": remeasured}
     else:
         raise SystemExit(f"unknown mode {mode!r}")
     run_secs = [[float(s) for s in r.run_secs] if r.run_secs else None for r in db.get_all_tuning_records()]

@@ -52,27 +52,29 @@ def _candidate(rec: Record) -> tuple[Any, tvm.target.Target]:
 
 
 def retime(records: list[Record], *, times: int, builder: Any, runner: Any) -> list[list[float] | None]:
-    """Build each record once and time it `times` times; per record the mean seconds of each timing."""
+    """Build each record once and time them all `times` times, round-robin (a drift of the machine touches every
+    record alike); per record the mean seconds of each timing."""
     cands = [_candidate(r) for r in records]
     built = builder.build([BuilderInput(c.sch.mod, t) for c, t in cands])
-    out: list[list[float] | None] = []
+    inputs: list[RunnerInput | None] = []
+    for (cand, target), res in zip(cands, built):
+        if res.error_msg is not None:
+            log.warning("re-measure: a stored record no longer builds: %s", str(res.error_msg).splitlines()[-1:])
+        inputs.append(None if res.error_msg is not None
+                      else RunnerInput(res.artifact_path, fast.device_type(target), cand.args_info))
+    samples: list[list[float]] = [[] for _ in records]
     try:
-        for (cand, target), res in zip(cands, built):
-            if res.error_msg is not None:
-                log.warning("re-measure: a stored record no longer builds: %s", str(res.error_msg).splitlines()[-1:])
-                out.append(None)
-                continue
-            samples = []
-            for _ in range(times):
-                inp = RunnerInput(res.artifact_path, fast.device_type(target), cand.args_info)
+        for _ in range(times):
+            for inp, out in zip(inputs, samples):
+                if inp is None:
+                    continue
                 result = runner.run([inp])[0].result()
                 if result.error_msg is None and result.run_secs:
-                    samples.append(statistics.fmean(float(s) for s in result.run_secs))
-            out.append(samples or None)
+                    out.append(statistics.fmean(float(s) for s in result.run_secs))
     finally:
         for res in built:
             fast.remove_artifact(res.artifact_path)
-    return out
+    return [s or None for s in samples]
 
 
 def remeasure(

@@ -10,8 +10,10 @@ best), `plot_curves` into a PNG of best latency against trials.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -120,13 +122,16 @@ def _trial_log() -> Any:
 
 def run_one(task: BenchTask, kind: str, *, seed: int, target: Any, max_trials: int, trials_per_iter: int = 16,
             builder: Any = None, runner: Any = None, population_size: int = 128,
-            measure_callbacks: Sequence[Any] | None = None, checkpoint: str | Path | None = "auto") -> BenchRun:
+            measure_callbacks: Sequence[Any] | None = None, checkpoint: str | Path | None = "auto",
+            records_dir: str | Path | None = None) -> BenchRun:
     """Tune `task` with cost model `kind` for `max_trials` measured candidates.
 
     The search is MetaSchedule's evolutionary search with a population of `population_size` (the collection
     setting; MetaSchedule's 512 spends most of a small budget predicting) and the same settings for every kind.
     `measure_callbacks` replace MetaSchedule's default ones (the trial log is always added). `checkpoint` is the
-    GNN's weights for the "gnn" and "ensemble" kinds (default: the one shipped for the target).
+    GNN's weights for the "gnn" and "ensemble" kinds (default: the one shipped for the target). With
+    `records_dir`, the tune's MetaSchedule database (every measured schedule, in order) is kept in its subfolder
+    `record_folder` (a stale one from an interrupted run is replaced), for `tvm-cost bench remeasure`.
     """
     from tvm.s_tir import meta_schedule as ms
 
@@ -141,13 +146,23 @@ def run_one(task: BenchTask, kind: str, *, seed: int, target: Any, max_trials: i
         population_size=population_size, init_min_unmeasured=max(1, min(50, population_size // 4)),
         genetic_num_iters=2, eps_greedy=search_eps_greedy(kind))
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="tvm-cost-bench-") as work_dir:
+    with contextlib.ExitStack() as stack:
+        if records_dir is None:
+            work_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="tvm-cost-bench-"))
+        else:
+            work_dir = str(Path(records_dir) / record_folder(task.shash, kind, seed))
+            shutil.rmtree(work_dir, ignore_errors=True)
         tune_tir(task.mod, target=tvm_target,
                  cost_model=cost_model_for(kind, target=tvm_target, seed=seed, checkpoint=checkpoint),
                  max_trials=max_trials, work_dir=work_dir, builder=builder, runner=runner, seed=seed,
                  num_trials_per_iter=trials_per_iter, strategy=strategy, measure_callbacks=callbacks)
     return BenchRun(task.shash, task.name, kind, seed, max_trials, list(log.trials)[:max_trials],
                     round(time.perf_counter() - start, 2))
+
+
+def record_folder(task: str, kind: str, seed: int) -> str:
+    """The subfolder of a bench's records folder that holds one run's MetaSchedule database."""
+    return f"{task}-{kind}-seed{seed}"
 
 
 def _stem(name: str) -> str:

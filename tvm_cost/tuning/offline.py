@@ -104,6 +104,26 @@ def predict_log_ms(model: Any, items: Sequence[Any], *, batch_size: int = 256) -
     return torch.cat(parts).double().numpy() if parts else np.zeros(0)
 
 
+def online_finetuned_scores(pretrained: Any, seen: Sequence[Any], rest: Sequence[Any], config: Any, *, seed: int,
+                            round_size: int) -> np.ndarray:
+    """Scores (minus predicted log-latency) of `rest` after a copy of `pretrained` is fine-tuned on `seen` in
+    rounds of `round_size`, each round as `GNNCostModel.update` runs it (`config`: a `GNNCostModelConfig`)."""
+    import copy
+
+    from tvm_cost.tuning.finetune import finetune_optimizer, finetune_steps
+
+    model = copy.deepcopy(pretrained)
+    optimizer = finetune_optimizer(model, config)
+    graphs = [{"x": d.x.numpy(), "edge_index": d.edge_index.numpy(), "edge_attr": d.edge_attr.numpy(),
+               "u": d.u.numpy()} for d in seen]
+    latency = np.array([d.latency_ms for d in seen])
+    for r in range(len(seen) // round_size):
+        end = (r + 1) * round_size
+        finetune_steps(model, optimizer, graphs[:end], latency[:end], num_new=round_size, config=config,
+                       seed=seed * 1_000_003 + r)
+    return -predict_log_ms(model, rest)
+
+
 def train_gnn(items: Sequence[Any], *, model_config: Any, train_config: Any, kind: str = "seernet",
               callback: Callable[[dict[str, float]], None] | None = None) -> Any:
     """A freshly built model of `kind` trained on `items` with `train_config`; returns ``(model, history)``."""
