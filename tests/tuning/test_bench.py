@@ -132,7 +132,8 @@ def test_bench_kernel_cli_measures_a_tiny_task(tmp_path):
     (tmp_path / "empty" / "database_workload.json").write_text("")
     proc = subprocess.run(
         [sys.executable, "-m", "tvm_cost.cli", "bench", "kernel", "--model", "zoo:mlp,width=64,depth=1,in_features=64",
-         "--exclude", str(tmp_path / "empty"), "--min-flop", "0", "--tasks", "1", "--cost-models", "xgb,random", "--seeds", "0",
+         "--exclude", str(tmp_path / "empty"), "--min-flop", "0", "--tasks", "1", "--cost-models", "xgb,random",
+         "--seeds", "0",
          "--budgets", "4,8", "--trials-per-iter", "4", "--population", "32", "--keep-records",
          "--out", str(tmp_path / "bench")],
         capture_output=True, text=True, check=False, timeout=900)
@@ -184,7 +185,8 @@ def test_only_gnn_explore_changes_the_search():
 def test_default_exclusion_covers_every_measured_folder(tmp_path):
     from tvm_cost.cli_bench import _measured_folders
 
-    for name, files in {"a": ["database_workload.json"], "b": ["database_workload.json.gz"], "c": ["tasks.json"]}.items():
+    layout = {"a": ["database_workload.json"], "b": ["database_workload.json.gz"], "c": ["tasks.json"]}
+    for name, files in layout.items():
         (tmp_path / name).mkdir()
         for f in files:
             (tmp_path / name / f).write_text("")
