@@ -7,6 +7,8 @@ as the tune fed them), the rest up to the run's budget are ranked. Scored on the
 search picked the candidates:
 
 - ``gnn``: the checkpoint alone; ``gnn-online``: fine-tuned on the seen ones as `GNNCostModel.update` does;
+  ``gnn-top<p>`` for each `--top-weight` p: the same with the ranking loss weighted toward the fastest
+  (`GNNCostModelConfig.rank_top_weight`);
 - ``xgb``: TVM's `XGBModel` fitted on the seen ones (as xgb-warm16 is at that point of its tune);
 - ``ensemble``: `EnsembleCostModel`'s rank mean of ``gnn-online`` and ``xgb``; ``random``.
 
@@ -32,6 +34,7 @@ def main() -> None:
     parser.add_argument("--checkpoint", required=True, help="the GNN checkpoint the bench ran with")
     parser.add_argument("--seen", default="64", help="comma-separated: candidates counted as measured")
     parser.add_argument("--round", type=int, default=16, help="candidates measured per tune round")
+    parser.add_argument("--top-weight", default="", help="comma-separated rank_top_weight values to also try")
     parser.add_argument("--json", help="write the report here")
     args = parser.parse_args()
     import torch
@@ -61,6 +64,7 @@ def main() -> None:
         items = list(KernelDataset(bench / "records" / record_folder(run.task, run.kind, run.seed)))
         sequences.append((run, items[:run.max_trials]))
     config = GNNCostModelConfig()
+    variants = {f"gnn-top{p}": config.replace(rank_top_weight=float(p)) for p in args.top_weight.split(",") if p}
     report: dict[str, Any] = {"bench": str(bench), "checkpoint": args.checkpoint, "round": args.round, "results": {}}
     for k in [int(v) for v in args.seen.split(",")]:
         scores: dict[str, dict[str, list[np.ndarray]]] = {}
@@ -75,8 +79,11 @@ def main() -> None:
             gnn_online = online_finetuned_scores(pretrained, seen, rest, config, seed=run.seed, round_size=args.round)
             xgb = xgbmodel_scores(seen, rest)
             rng = np.random.default_rng(gid)
-            for name, s in (("gnn", -predict_log_ms(pretrained, rest)), ("gnn-online", gnn_online), ("xgb", xgb),
-                            ("ensemble", ensemble_scores(gnn_online, xgb, grp)), ("random", rng.random(len(rest)))):
+            tops = [(name, online_finetuned_scores(pretrained, seen, rest, c, seed=run.seed, round_size=args.round))
+                    for name, c in variants.items()]
+            for name, s in (("gnn", -predict_log_ms(pretrained, rest)), ("gnn-online", gnn_online), *tops,
+                            ("xgb", xgb), ("ensemble", ensemble_scores(gnn_online, xgb, grp)),
+                            ("random", rng.random(len(rest)))):
                 scores.setdefault(run.kind, {}).setdefault(name, []).append(s)
             lat = np.array([d.latency_ms for d in rest])
             latency.setdefault(run.kind, []).append(lat)

@@ -45,6 +45,20 @@ def test_pairwise_by_hand():
         pairwise_ranking_loss(score, latency, same, kind="square")  # type: ignore[arg-type]
 
 
+def test_pairwise_top_weight_by_hand():
+    """top_weight p weighs each pair by (group best / faster member's latency)^p; 0 is the plain mean."""
+    score = torch.tensor([2.0, 1.0, 0.0, 0.0, 1.0])
+    latency = torch.tensor([1.0, 2.0, 4.0, 3.0, 6.0])
+    group = torch.tensor([0, 0, 0, 1, 1])
+    terms = {(0, 1): math.log1p(math.exp(-1)), (0, 2): math.log1p(math.exp(-2)), (1, 2): math.log1p(math.exp(-1)),
+             (3, 4): math.log1p(math.exp(1))}
+    weight = {(0, 1): 1.0, (0, 2): 1.0, (1, 2): 0.5 ** 2, (3, 4): 1.0}  # the faster member of (1, 2) is 2x the best
+    want = sum(weight[p] * terms[p] for p in terms) / sum(weight.values())
+    assert float(pairwise_ranking_loss(score, latency, group, top_weight=2.0)) == pytest.approx(want)
+    assert float(pairwise_ranking_loss(score, latency, group, top_weight=0.0)) == \
+        pytest.approx(sum(terms.values()) / 4)
+
+
 def test_pairwise_gradient_sanity():
     """Descending the loss raises the faster candidate's score and lowers the slower one's."""
     score = torch.zeros(3, dtype=torch.float64, requires_grad=True)

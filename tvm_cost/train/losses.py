@@ -64,28 +64,39 @@ def centered_log_mse_loss(pred_log: Tensor, latency: Tensor, group: Tensor) -> T
 
 def pairwise_ranking_loss(score: Tensor, latency: Tensor, group: Tensor, *,
                           kind: Literal["logistic", "hinge"] = "logistic", margin: float = 1.0,
-                          tie_tol: float = 0.0) -> Tensor:
+                          tie_tol: float = 0.0, top_weight: float = 0.0) -> Tensor:
     r"""Mean pairwise loss over ordered pairs of one group where ``i`` is truly faster than ``j``.
 
     RankNet's logistic loss :math:`\log(1 + e^{-(s_i - s_j)})` (Burges et al. 2005), or the hinge
     :math:`\max(0, m - (s_i - s_j))` with margin `margin`. A pair counts when ``latency_j > latency_i *
-    (1 + tie_tol)``, so near-ties within measurement noise are not forced apart. All pairs are formed densely,
-    ``O(B^2)`` memory for a batch of B candidates (fine up to a few thousand).
+    (1 + tie_tol)``, so near-ties within measurement noise are not forced apart. With `top_weight` p > 0 the mean
+    is weighted by :math:`(\min_{group} latency / latency_i)^p`, the faster member's throughput relative to its
+    group's best: the order among fast candidates, the one a converging search acts on, counts more than the
+    order among slow ones (0: all pairs alike). All pairs are formed densely, ``O(B^2)`` memory for a batch of B
+    candidates (fine up to a few thousand).
 
     Shapes:
         score, latency, group: [B] -> scalar (0 with a gradient path when no pair qualifies).
     """
     same = group[:, None] == group[None, :]
     better = latency[None, :] > latency[:, None] * (1.0 + tie_tol)  # [i, j]: i faster than j
-    pairs = same & better & torch.isfinite(latency)[:, None] & torch.isfinite(latency)[None, :]
+    finite = torch.isfinite(latency)
+    pairs = same & better & finite[:, None] & finite[None, :]
     if not bool(pairs.any()):
         return _zero(score)
     diff = (score[:, None] - score[None, :])[pairs]
     if kind == "logistic":
-        return F.softplus(-diff).mean()
-    if kind == "hinge":
-        return F.relu(margin - diff).mean()
-    raise ValueError(f"unknown pairwise loss kind {kind!r}; choices: logistic, hinge")
+        terms = F.softplus(-diff)
+    elif kind == "hinge":
+        terms = F.relu(margin - diff)
+    else:
+        raise ValueError(f"unknown pairwise loss kind {kind!r}; choices: logistic, hinge")
+    if top_weight == 0:
+        return terms.mean()
+    index = _compact(group)
+    best = scatter(latency.masked_fill(~finite, float("inf")), index, reduce="min")[index]
+    weight = (best / latency).clamp(max=1.0).pow(top_weight)[:, None].expand_as(pairs)[pairs]
+    return (weight * terms).sum() / weight.sum()
 
 
 def listnet_loss(score: Tensor, latency: Tensor, group: Tensor, *, temperature: float = 1.0) -> Tensor:

@@ -24,6 +24,8 @@ class GNNCostModelConfig:
         lr, weight_decay, grad_clip: AdamW settings of the fine-tuning.
         rank_weight, mse_weight: Weights of the pairwise ranking loss within the task and of the log-space MSE.
         tie_tol: Relative latency gap below which two candidates are not ranked (measurement noise).
+        rank_top_weight: `pairwise_ranking_loss`'s `top_weight`: pairs weighted by (task best / faster latency) to
+            this power, so the order among the fastest measured counts most (0: all pairs alike).
         buffer_size: Measured candidates kept per task (oldest dropped first).
         num_threads: Torch intra-op threads inside predict/update (restored after); None leaves torch's setting.
         fallback: On any exception in predict/update, switch to an internal `XGBModel` instead of failing.
@@ -47,6 +49,7 @@ class GNNCostModelConfig:
     rank_weight: float = 1.0
     mse_weight: float = 0.1
     tie_tol: float = 0.02
+    rank_top_weight: float = 0.0
     buffer_size: int = 512
     num_threads: int | None = None
     fallback: bool = True
@@ -55,10 +58,10 @@ class GNNCostModelConfig:
         if self.temperature <= 0 or self.exploration < 0 or self.mc_samples < 1:
             raise ValueError(f"GNNCostModelConfig: temperature={self.temperature} > 0, exploration="
                              f"{self.exploration} >= 0, mc_samples={self.mc_samples} >= 1 required")
-        if min(self.update_steps, self.rank_weight, self.mse_weight) < 0 or self.update_batch < 1 \
-                or self.buffer_size < 1 or self.predict_batch < 1:
-            raise ValueError("GNNCostModelConfig: update_steps, rank_weight, mse_weight >= 0; update_batch, "
-                             "buffer_size, predict_batch >= 1 required")
+        if min(self.update_steps, self.rank_weight, self.mse_weight, self.rank_top_weight) < 0 \
+                or self.update_batch < 1 or self.buffer_size < 1 or self.predict_batch < 1:
+            raise ValueError("GNNCostModelConfig: update_steps, rank_weight, mse_weight, rank_top_weight >= 0; "
+                             "update_batch, buffer_size, predict_batch >= 1 required")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -50,8 +50,8 @@ def finetune_steps(model: nn.Module, optimizer: torch.optim.Optimizer, graphs: S
                    latency_ms: np.ndarray, *, num_new: int, config: GNNCostModelConfig, seed: int) -> list[float]:
     """`config.update_steps` AdamW steps of ``rank_weight * pairwise ranking + mse_weight * log-MSE`` on one task.
 
-    The ranking loss (RankNet, within the task; pairs closer than `config.tie_tol` count as ties) fixes the order
-    evolutionary search acts on; the small MSE keeps predictions on the measured scale. Dropout and batch draws
+    The ranking loss (RankNet, within the task; pairs closer than `config.tie_tol` count as ties; weighted toward
+    the fastest by `config.rank_top_weight`) fixes the order evolutionary search acts on; the small MSE keeps predictions on the measured scale. Dropout and batch draws
     are seeded by `seed`; the model ends in eval mode.
 
     Shapes:
@@ -72,8 +72,8 @@ def finetune_steps(model: nn.Module, optimizer: torch.optim.Optimizer, graphs: S
                 lat = torch.as_tensor(latency_ms[idx], dtype=torch.float32)
                 pred = model(batch)[:, head]
                 group = torch.zeros(len(idx), dtype=torch.long)
-                loss = c.rank_weight * pairwise_ranking_loss(-pred, lat, group, tie_tol=c.tie_tol) \
-                    + c.mse_weight * log_mse_loss(pred, lat)
+                rank = pairwise_ranking_loss(-pred, lat, group, tie_tol=c.tie_tol, top_weight=c.rank_top_weight)
+                loss = c.rank_weight * rank + c.mse_weight * log_mse_loss(pred, lat)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 nn.utils.clip_grad_norm_(model.parameters(), c.grad_clip, foreach=True)
