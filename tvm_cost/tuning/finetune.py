@@ -51,8 +51,8 @@ def finetune_steps(model: nn.Module, optimizer: torch.optim.Optimizer, graphs: S
     """`config.update_steps` AdamW steps of ``rank_weight * pairwise ranking + mse_weight * log-MSE`` on one task.
 
     The ranking loss (RankNet, within the task; pairs closer than `config.tie_tol` count as ties; weighted toward
-    the fastest by `config.rank_top_weight`) fixes the order evolutionary search acts on; the small MSE keeps predictions on the measured scale. Dropout and batch draws
-    are seeded by `seed`; the model ends in eval mode.
+    the fastest by `config.rank_top_weight`) fixes the order evolutionary search acts on; the small MSE keeps
+    predictions on the measured scale. Dropout and batch draws are seeded by `seed`; the model ends in eval mode.
 
     Shapes:
         graphs: G program graphs; latency_ms: [G] -> one loss per step.
