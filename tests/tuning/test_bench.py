@@ -58,7 +58,7 @@ def test_late_round_study_ranks_each_runs_later_candidates(dummy_bench, tiny_log
     assert set(by_kind) == {"random", "xgb-warm16", "gnn"}
     for result in by_kind.values():
         assert result["runs"] == 1 and result["max_over_min_median"] >= 1.0
-        assert set(result["metrics"]) == {"gnn", "gnn-online", "xgb", "ensemble", "random"}
+        assert set(result["metrics"]) == {"gnn", "gnn-online", "gnn-adapt", "xgb", "ensemble", "random"}
         assert all(0.0 <= m["pairwise_acc"] <= 1.0 for m in result["metrics"].values())
 
 
@@ -174,6 +174,8 @@ def test_gnn_kinds_take_the_given_checkpoint(tmp_path):
     assert both.gnn.config.update_steps == 32 and both.xgb_warmup == 16
     explore = cost_model_for("gnn-explore", target={"kind": "llvm", "num-cores": 1}, seed=0, checkpoint=weights)
     assert explore.describe()["source"] == str(weights) and explore.config == gnn.config
+    acc = cost_model_for("ensemble-acc", target={"kind": "llvm", "num-cores": 1}, seed=0, checkpoint=weights)
+    assert acc.gnn.describe()["source"] == str(weights) and acc.weighting == "accuracy" and acc.xgb_warmup == 16
 
 
 def test_only_gnn_explore_changes_the_search():

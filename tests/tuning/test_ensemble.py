@@ -70,6 +70,37 @@ def test_rule_cold_xgb_is_ignored_then_ramps_in(task):
     assert model.current_weights() == (1.0, 1.0)
 
 
+def test_accuracy_weighting_follows_the_member_that_ranked_the_last_rounds(task, tmp_path):
+    """weighting="accuracy": each round is scored before the members learn from it; the better ranker leads."""
+    from tvm.s_tir.meta_schedule.runner import RunnerResult
+
+    context, candidates, _ = task
+    right, wrong = FixedScores([4.0, 3.0, 2.0, 1.0]), FixedScores([1.0, 2.0, 3.0, 4.0])
+    model = EnsembleCostModel(right, wrong, xgb_warmup=4, weighting="accuracy", window=2)
+    # SYNTHETIC latencies: candidate i takes 1, 2, 3, 4 ms (so `right` orders every pair, `wrong` none)
+    measured = [RunnerResult([1e-3 * (1 + i % 4)], None) for i in range(4)]
+    model.update(context, candidates[:4], measured)  # XGB was cold: the round is not scored
+    assert len(model.rounds) == 0 and model.current_weights() == (1.0, 0.5)  # the schedule until a round is scored
+    model.update(context, candidates[:4], measured)
+    assert list(model.rounds) == [(6.0, 0.0, 6)]
+    w_right, w_wrong = model.current_weights()
+    assert w_right == pytest.approx(7 / 8 - 0.5 + 0.02) and w_wrong == pytest.approx(0.02)
+    np.testing.assert_allclose(scores(model, context, candidates[:4]),
+                               (w_right * np.array([1.0, 0.75, 0.5, 0.25]) + w_wrong * np.array([0.25, 0.5, 0.75, 1.0]))
+                               / (w_right + w_wrong))
+    # the members swap roles: after `window` rounds the old record is gone and the other member leads
+    model.gnn, model.xgb = wrong, right
+    model.update(context, candidates[:4], measured)
+    model.update(context, candidates[:4], measured)
+    assert model.current_weights() == pytest.approx((0.02, 13 / 14 - 0.5 + 0.02))  # 12 of 12 pairs in 2 rounds
+    model.save(str(tmp_path / "ens"))
+    back = EnsembleCostModel(FixedScores([0.0]), FixedScores([0.0]))
+    back.load(str(tmp_path / "ens"))
+    assert back.weighting == "accuracy" and list(back.rounds) == list(model.rounds) and back.rounds.maxlen == 2
+    with pytest.raises(ValueError, match="weighting 'best'"):
+        EnsembleCostModel(right, wrong, weighting="best")
+
+
 def test_default_xgb_member_is_trusted_from_16_samples():
     """The augment mode's XGBModel counts after XGB_WARMUP samples, not TVM's 100 (docs/kernel_model.md)."""
     from tvm_cost.tuning.ensemble import XGB_WARMUP

@@ -11,12 +11,21 @@ or ahead at 128 (docs/kernel_model.md).
 ``xgb_weight * min(1, n / (2 * warmup))`` as its data grow (half weight at warm-up, full weight from twice that).
 While ``w_xgb`` is 0 the XGB model is not asked to predict at all (it would only draw noise and extract features
 for nothing). Both models see every update.
+
+**Weighting by accuracy** (``weighting="accuracy"``). Once XGB is warm, each `update` first scores the round's
+measured candidates with both members, before either learns from them, and counts the pairs (latencies more
+than `TIE_TOL` apart) each orders correctly. Over the last `window` such rounds, a member's weight is its full
+weight times its skill, ``max(0, (correct + 1) / (pairs + 2) - 0.5) + SKILL_FLOOR``: the member that has been
+ranking this task's newest candidates better leads, whichever it is. Candidates a converging search measures
+late are all near its best, and a model that ranks a task's spread of schedules well can still order those
+badly (docs/kernel_model.md, the late-round study).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +44,11 @@ log = logging.getLogger(__name__)
 STATE_FORMAT = "tvm-cost-ensemble-cost-model"
 XGB_WARMUP = 16
 """Samples before the default XGB member predicts (TVM's `XGBModel` default is 100)."""
+WEIGHTINGS = ("schedule", "accuracy")
+TIE_TOL = 0.02
+"""Relative latency gap below which a measured pair does not count when scoring the members (noise)."""
+SKILL_FLOOR = 0.02
+"""Skill a member keeps however badly it ranked lately, so it can earn its weight back."""
 
 
 def percentile_ranks(scores: np.ndarray) -> np.ndarray:
@@ -55,30 +69,44 @@ class EnsembleCostModel(PyCostModel):
         gnn_weight, xgb_weight: Full weights of the two members.
         xgb_warmup: Measurements before the XGB member counts; None: its `num_warmup_samples` (16 for the default
             member; `XGBModel` must also have a booster). For other cost models, the valid results seen.
+        weighting: "schedule" (XGB's weight ramps in with its data) or "accuracy" (each member's weight follows how
+            well it ranked the last `window` measured rounds); see the module docstring.
+        window: Rounds the "accuracy" weighting looks back.
     """
 
     def __init__(self, gnn: Any = None, xgb: Any = None, *, gnn_weight: float = 1.0, xgb_weight: float = 1.0,
-                 xgb_warmup: int | None = None) -> None:
+                 xgb_warmup: int | None = None, weighting: str = "schedule", window: int = 3) -> None:
         if gnn_weight < 0 or xgb_weight < 0 or gnn_weight + xgb_weight == 0:
             raise ValueError(f"EnsembleCostModel: weights gnn={gnn_weight}, xgb={xgb_weight} must be >= 0, "
                              "not both 0")
+        if weighting not in WEIGHTINGS or window < 1:
+            raise ValueError(f"EnsembleCostModel: weighting {weighting!r} must be one of {', '.join(WEIGHTINGS)} "
+                             f"and window {window} >= 1")
         self.gnn = gnn if gnn is not None else GNNCostModel()
         self.xgb = xgb if xgb is not None else make_xgb(num_warmup_samples=XGB_WARMUP)
         self.gnn_weight, self.xgb_weight = float(gnn_weight), float(xgb_weight)
         if xgb_warmup is None:
             xgb_warmup = int(getattr(self.xgb, "num_warmup_samples", 100)) if is_xgb(self.xgb) else 100
         self.xgb_warmup = xgb_warmup
+        self.weighting = weighting
         self.num_measured = 0  # valid results seen by update
+        self.rounds: deque[tuple[float, float, int]] = deque(maxlen=window)  # (gnn, xgb correct pairs, pairs)
 
     def xgb_samples(self) -> int:
         return int(self.xgb.data_size) if is_xgb(self.xgb) else self.num_measured
 
     def current_weights(self) -> tuple[float, float]:
         """``(w_gnn, w_xgb)`` for the next predict call."""
+        if self._xgb_cold():
+            return self.gnn_weight, 0.0
+        if self.weighting == "accuracy" and self.rounds:
+            gnn_correct, xgb_correct, pairs = (sum(col) for col in zip(*self.rounds))
+            return self.gnn_weight * _skill(gnn_correct, pairs), self.xgb_weight * _skill(xgb_correct, pairs)
         n = self.xgb_samples()
-        cold = n < self.xgb_warmup or (is_xgb(self.xgb) and not xgb_is_warm(self.xgb))
-        w_xgb = 0.0 if cold else self.xgb_weight * min(1.0, n / (2.0 * max(self.xgb_warmup, 1)))
-        return self.gnn_weight, w_xgb
+        return self.gnn_weight, self.xgb_weight * min(1.0, n / (2.0 * max(self.xgb_warmup, 1)))
+
+    def _xgb_cold(self) -> bool:
+        return self.xgb_samples() < self.xgb_warmup or (is_xgb(self.xgb) and not xgb_is_warm(self.xgb))
 
     def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
         if not candidates:
@@ -94,9 +122,30 @@ class EnsembleCostModel(PyCostModel):
         return total / (w_gnn + w_xgb)
 
     def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
-        self.num_measured += sum(measured_latency_ms(r) is not None for r in results)
+        latency = [measured_latency_ms(r) for r in results]
+        if self.weighting == "accuracy" and not self._xgb_cold():  # XGB as it was when it chose them
+            self._score_round(context, candidates, latency)
+        self.num_measured += sum(v is not None for v in latency)
         self.gnn.update(context, candidates, results)
         self.xgb.update(context, candidates, results)
+
+    def _score_round(self, context: Any, candidates: list[Any], latency: list[float | None]) -> None:
+        """Count the pairs of this round's measured candidates each member orders correctly, before it learns."""
+        keep = [i for i, v in enumerate(latency) if v is not None]
+        if len(keep) < 2:
+            return
+        chosen = [candidates[i] for i in keep]
+        lat = np.array([latency[i] for i in keep], np.float64)
+        faster = lat[:, None] * (1.0 + TIE_TOL) < lat[None, :]  # [i, j]: i truly faster than j
+        pairs = int(faster.sum())
+        if pairs == 0:
+            return
+        correct = []
+        for member in (self.gnn, self.xgb):
+            score = np.asarray(member.predict(context, chosen), np.float64)
+            sign = np.sign(score[:, None] - score[None, :])[faster]
+            correct.append(float((sign > 0).sum()) + 0.5 * float((sign == 0).sum()))
+        self.rounds.append((correct[0], correct[1], pairs))
 
     def predict_with_uncertainty(self, context: Any, candidates: list[Any]) -> tuple[np.ndarray, np.ndarray]:
         """The GNN member's predicted log-latency mean and std (`GNNCostModel.predict_with_uncertainty`)."""
@@ -111,8 +160,9 @@ class EnsembleCostModel(PyCostModel):
             save_xgb(self.xgb, str(folder / "xgb.tar"))
         else:
             self.xgb.save(str(folder / "xgb"))
-        state = {"format": STATE_FORMAT, "version": 1, "gnn_weight": self.gnn_weight,
-                 "xgb_weight": self.xgb_weight, "xgb_warmup": self.xgb_warmup, "num_measured": self.num_measured}
+        state = {"format": STATE_FORMAT, "version": 2, "gnn_weight": self.gnn_weight,
+                 "xgb_weight": self.xgb_weight, "xgb_warmup": self.xgb_warmup, "num_measured": self.num_measured,
+                 "weighting": self.weighting, "window": self.rounds.maxlen, "rounds": list(self.rounds)}
         (folder / "state.json").write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
 
     def load(self, path: str) -> None:
@@ -131,6 +181,13 @@ class EnsembleCostModel(PyCostModel):
             self.xgb.load(str(folder / "xgb"))
         self.gnn_weight, self.xgb_weight = float(state["gnn_weight"]), float(state["xgb_weight"])
         self.xgb_warmup, self.num_measured = int(state["xgb_warmup"]), int(state["num_measured"])
+        self.weighting = state.get("weighting", "schedule")  # version 1 states predate the accuracy weighting
+        self.rounds = deque((tuple(r) for r in state.get("rounds", [])), maxlen=int(state.get("window", 3)))
+
+
+def _skill(correct: float, pairs: int) -> float:
+    """A member's skill from its recent pairwise record (Laplace-smoothed accuracy above chance, floored)."""
+    return max(0.0, (correct + 1.0) / (pairs + 2.0) - 0.5) + SKILL_FLOOR
 
 
 python_side_save_load(EnsembleCostModel)
