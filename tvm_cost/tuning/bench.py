@@ -26,10 +26,14 @@ import numpy as np
 from tvm_cost.errors import TvmCostError
 
 BENCH_KINDS: tuple[str, ...] = ("xgb", "xgb-warm16", "gnn", "ensemble", "ensemble-warm16", "ensemble-xgb2",
-                                "gnn-adapt", "ensemble-adapt", "gnn-explore", "ensemble-acc", "random")
+                                "gnn-adapt", "ensemble-adapt", "gnn-explore", "ensemble-acc", "gnn-top", "random")
 ADAPT: dict[str, Any] = {"update_steps": 32, "lr": 1e-3}
 """Online fine-tuning of the "-adapt" kinds: 4x the steps at 2x the learning rate of `GNNCostModelConfig`'s
 defaults, to test whether a GNN that stalls after its first candidates learns the task faster."""
+TOP: dict[str, Any] = {"update_steps": 16, "lr": 1e-3, "rank_top_weight": 8.0}
+"""Online fine-tuning of "gnn-top": 2x the steps at 2x the learning rate, the ranking loss weighted toward the
+fastest measured, the best of the settings scripts/late_round_study.py tried at ranking a tune's late candidates
+(docs/kernel_model.md)."""
 REFERENCE_KINDS: tuple[str, ...] = ("xgb", "xgb-warm16")
 EPS_GREEDY: dict[str, float] = {"gnn-explore": 0.25}
 """Share of each round's measured candidates that evolutionary search draws at random, where a kind differs from
@@ -72,7 +76,8 @@ def cost_model_for(kind: str, *, target: Any, seed: int, checkpoint: str | Path 
     with XGBModel's full weight doubled (level with the GNN at 16 samples, twice its weight from 32); "gnn-adapt"
     and "ensemble-adapt" are "gnn" and "ensemble-warm16" with the GNN fine-tuned harder online (`ADAPT`);
     "gnn-explore" is "gnn" (its search differs, `EPS_GREEDY`); "ensemble-acc" is "ensemble-warm16" weighting
-    each member by how well it ranked the last rounds (`EnsembleCostModel`'s ``weighting="accuracy"``)."""
+    each member by how well it ranked the last rounds (`EnsembleCostModel`'s ``weighting="accuracy"``); "gnn-top"
+    is "gnn" fine-tuned with `TOP`."""
     from tvm_cost.tuning.config import GNNCostModelConfig
     from tvm_cost.tuning.cost_model import GNNCostModel
     from tvm_cost.tuning.ensemble import XGB_WARMUP, EnsembleCostModel
@@ -81,6 +86,8 @@ def cost_model_for(kind: str, *, target: Any, seed: int, checkpoint: str | Path 
 
     if kind == "xgb-warm16":
         return make_xgb(num_warmup_samples=XGB_WARMUP)
+    if kind == "gnn-top":
+        return GNNCostModel(checkpoint=checkpoint, target=target, config=GNNCostModelConfig(seed=seed, **TOP))
     if kind in ("gnn-adapt", "ensemble-adapt"):
         gnn = GNNCostModel(checkpoint=checkpoint, target=target, config=GNNCostModelConfig(seed=seed, **ADAPT))
         return gnn if kind == "gnn-adapt" else EnsembleCostModel(gnn)
