@@ -7,7 +7,7 @@ as the tune fed them), the rest up to the run's budget are ranked. Scored on the
 search picked the candidates:
 
 - ``gnn``: the checkpoint alone; ``gnn-online``: fine-tuned on the seen ones as `GNNCostModel.update` does;
-  ``gnn-adapt``: the bench's stronger fine-tuning (`tvm_cost.tuning.bench.ADAPT`);
+  ``gnn-adapt`` and ``gnn-top``: the bench's stronger fine-tunings (`tvm_cost.tuning.bench.ADAPT`, `TOP`);
   ``gnn-top<p>`` for each `--top-weight` p: the same with the ranking loss weighted toward the fastest
   (`GNNCostModelConfig.rank_top_weight`);
 - ``xgb``: TVM's `XGBModel` fitted on the seen ones (as xgb-warm16 is at that point of its tune);
@@ -44,7 +44,7 @@ def main() -> None:
     from tvm_cost.data.kernel_dataset import KernelDataset
     from tvm_cost.features.program_schema import PROGRAM_SCHEMA
     from tvm_cost.train import load_checkpoint
-    from tvm_cost.tuning.bench import ADAPT, RunStore, record_folder
+    from tvm_cost.tuning.bench import ADAPT, TOP, RunStore, record_folder
     from tvm_cost.tuning.config import GNNCostModelConfig
     from tvm_cost.tuning.offline import (
         ensemble_scores,
@@ -65,7 +65,7 @@ def main() -> None:
         items = list(KernelDataset(bench / "records" / record_folder(run.task, run.kind, run.seed)))
         sequences.append((run, items[:run.max_trials]))
     config = GNNCostModelConfig()
-    variants = {"gnn-adapt": config.replace(**ADAPT)}
+    variants = {"gnn-adapt": config.replace(**ADAPT), "gnn-top": config.replace(**TOP)}
     variants.update({f"gnn-top{p}": config.replace(rank_top_weight=float(p)) for p in args.top_weight.split(",") if p})
     report: dict[str, Any] = {"bench": str(bench), "checkpoint": args.checkpoint, "round": args.round, "results": {}}
     for k in [int(v) for v in args.seen.split(",")]:

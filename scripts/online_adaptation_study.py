@@ -9,7 +9,8 @@ the bench measures them), the rest are ranked. Scored on the rest, in one run:
 - ``gnn``: the pretrained checkpoint alone (what the search sees before any update);
 - ``gnn-online``: the checkpoint fine-tuned after each round by `finetune_steps` with `GNNCostModel`'s shipped
   settings (what ``update()`` does in a tune);
-- ``gnn-adapt``: the same with the bench's stronger fine-tuning (`tvm_cost.tuning.bench.ADAPT`);
+- ``gnn-adapt`` and ``gnn-top``: the same with the bench's stronger fine-tunings (`tvm_cost.tuning.bench.ADAPT`,
+  `TOP`);
 - ``xgb``: TVM's `XGBModel` fitted on the ``k`` measured candidates only (as in a tune);
 - ``ensemble``: `EnsembleCostModel`'s rank mean of ``gnn-online`` and ``xgb``;
 - ``random``.
@@ -42,7 +43,7 @@ def main() -> None:
 
     from tvm_cost.features.program_schema import PROGRAM_SCHEMA
     from tvm_cost.train import load_checkpoint
-    from tvm_cost.tuning.bench import ADAPT
+    from tvm_cost.tuning.bench import ADAPT, TOP
     from tvm_cost.tuning.config import GNNCostModelConfig
     from tvm_cost.tuning.offline import (
         ensemble_scores,
@@ -65,7 +66,7 @@ def main() -> None:
     by_task: dict[int, list[Any]] = {}
     for item in (ds[int(i)] for i in test_idx):
         by_task.setdefault(int(item.group), []).append(item)
-    shipped, adapt = GNNCostModelConfig(), GNNCostModelConfig(**ADAPT)
+    shipped, adapt, top = GNNCostModelConfig(), GNNCostModelConfig(**ADAPT), GNNCostModelConfig(**TOP)
     report: dict[str, Any] = {"data": args.data, "checkpoint": args.checkpoint, "test_families": held,
                               "splits": args.splits, "round": args.round, "results": {}}
     for k in [int(v) for v in args.measured.split(",")]:
@@ -86,8 +87,9 @@ def main() -> None:
                 xgb = xgbmodel_scores(seen, rest)
                 grp = np.full(len(rest), g)
                 gnn_adapt = online_finetuned_scores(pretrained, seen, rest, adapt, seed=split, round_size=args.round)
+                gnn_top = online_finetuned_scores(pretrained, seen, rest, top, seed=split, round_size=args.round)
                 for name, s in (("gnn", -predict_log_ms(pretrained, rest)), ("gnn-online", gnn_online),
-                                ("gnn-adapt", gnn_adapt), ("xgb", xgb),
+                                ("gnn-adapt", gnn_adapt), ("gnn-top", gnn_top), ("xgb", xgb),
                                 ("ensemble", ensemble_scores(gnn_online, xgb, grp)),
                                 ("random", rng.random(len(rest)))):
                     scores.setdefault(name, []).append(s)

@@ -58,7 +58,8 @@ def test_late_round_study_ranks_each_runs_later_candidates(dummy_bench, tiny_log
     assert set(by_kind) == {"random", "xgb-warm16", "gnn"}
     for result in by_kind.values():
         assert result["runs"] == 1 and result["max_over_min_median"] >= 1.0
-        assert set(result["metrics"]) == {"gnn", "gnn-online", "gnn-adapt", "xgb", "ensemble", "random"}
+        assert set(result["metrics"]) == {"gnn", "gnn-online", "gnn-adapt", "gnn-top", "xgb", "ensemble",
+                                          "random"}
         assert all(0.0 <= m["pairwise_acc"] <= 1.0 for m in result["metrics"].values())
 
 
