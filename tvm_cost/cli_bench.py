@@ -156,4 +156,7 @@ def _bench_remeasure(args: argparse.Namespace) -> None:
         table.add_row(kind, *(f"{v:.3f}" if v is not None else "-"
                               for v in (geo["tuned"], geo["remeasured"], optimism)))
     console.print(table)
+    for kind, pair in summary["paired"].items():
+        console.print(f"{kind}, run by run: re-measured best / XGBModel's {pair['remeasured_geomean']:.3f} "
+                      f"(geometric mean), faster in {pair['faster']} runs")
     console.print(f"wrote {out / 'remeasure.json'}")

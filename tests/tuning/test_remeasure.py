@@ -29,6 +29,23 @@ def test_summary_divides_by_the_better_reference_per_task_and_column():
     assert s["best_vs_reference_geomean"]["gnn"]["remeasured"] == pytest.approx(1.0)
     assert s["tuned_over_remeasured_median"] == {"xgb-warm16": pytest.approx(1.0 / 1.2),
                                                  "gnn": pytest.approx(1.1 / 1.2)}
+    assert s["paired"] == {"gnn": {"remeasured_geomean": pytest.approx(1.0), "faster": "0/2"}}  # b's gnn: no timing
+
+
+def test_paired_compares_run_by_run():
+    rows = [_row("a", "xgb-warm16", 0, 1.0, 1.0), _row("a", "gnn", 0, 1.0, 0.5),
+            _row("a", "xgb-warm16", 1, 1.0, 2.0), _row("a", "gnn", 1, 1.0, 4.0)]
+    s = summarize_remeasured(rows)
+    assert s["best_vs_reference_geomean"]["gnn"]["remeasured"] == pytest.approx(2.25 / 1.5)  # medians over seeds
+    assert s["paired"]["gnn"] == {"remeasured_geomean": pytest.approx(1.0), "faster": "1/2"}  # 0.5 and 2
+
+
+def test_a_corrupt_store_is_refused(tmp_path):
+    from tvm_cost.tuning.remeasure import remeasure_runs
+
+    (tmp_path / "remeasure.jsonl").write_text('{"task": "a", "seed": 0}\n{broken\n')
+    with pytest.raises(TvmCostError, match=r"remeasure.jsonl:2: not a re-measure row"):
+        remeasure_runs([], tmp_path, times=1, builder=None, runner=None, store=tmp_path / "remeasure.jsonl")
 
 
 def test_a_run_without_records_is_refused(tmp_path):

@@ -43,7 +43,12 @@ def remeasure_runs(runs: Sequence[BenchRun], records_dir: str | Path, *, times: 
     from tvm_cost.collect.noise import retime
 
     store = Path(store)
-    rows = [json.loads(line) for line in store.read_text().splitlines()] if store.exists() else []
+    rows = []
+    for lineno, line in enumerate(store.read_text().splitlines() if store.exists() else [], 1):
+        try:
+            rows.append(json.loads(line))
+        except ValueError as err:
+            raise TvmCostError(f"{store}:{lineno}: not a re-measure row ({err})") from None
     done = {(r["task"], r["seed"]) for r in rows}
     groups: dict[tuple[str, int], list[BenchRun]] = {}
     for run in runs:
@@ -73,7 +78,9 @@ def summarize_remeasured(rows: Sequence[dict[str, Any]], *,
                          reference: Sequence[str] = REFERENCE_KINDS) -> dict[str, Any]:
     """Per kind, the geometric mean over tasks of (median over seeds of its best) / the better reference kind's,
     once with the latencies the tunes measured and once re-measured; and the median tuned / re-measured ratio of
-    a run's best (below 1: the tune's measurement of its best was optimistic)."""
+    a run's best (below 1: the tune's measurement of its best was optimistic); and, run by run ("paired"), the
+    geometric mean of a kind's re-measured best over the better reference kind's of the same task and seed, with
+    the number of runs where it is faster."""
     kinds = list(dict.fromkeys(r["kind"] for r in rows))
     ratios: dict[str, dict[str, list[float]]] = {k: {"tuned": [], "remeasured": []} for k in kinds}
     for task in dict.fromkeys(r["task"] for r in rows):
@@ -92,5 +99,18 @@ def summarize_remeasured(rows: Sequence[dict[str, Any]], *,
     for k in kinds:
         pairs = [r["tuned_ms"] / r["remeasured_ms"] for r in rows if r["kind"] == k and r["remeasured_ms"]]
         optimism[k] = float(np.median(pairs)) if pairs else None
+    groups: dict[tuple[str, int], dict[str, float]] = {}
+    for r in rows:
+        if r["remeasured_ms"]:
+            groups.setdefault((r["task"], r["seed"]), {})[r["kind"]] = r["remeasured_ms"]
+    paired: dict[str, dict[str, Any]] = {}
+    for k in kinds:
+        if k in reference:
+            continue
+        per_run = [g[k] / min(g[ref] for ref in reference if ref in g) for g in groups.values()
+                   if k in g and any(ref in g for ref in reference)]
+        paired[k] = {"remeasured_geomean": float(np.exp(np.mean(np.log(per_run)))) if per_run else None,
+                     "faster": f"{sum(v < 1 for v in per_run)}/{len(per_run)}"}
     return {"tasks": len({r["task"] for r in rows}), "seeds": sorted({r["seed"] for r in rows}),
+            "paired": paired,
             "best_vs_reference_geomean": geo, "tuned_over_remeasured_median": optimism}
