@@ -206,7 +206,8 @@ def main() -> None:
             print(f"{name:12}{t['predict_s']:>14.3f}{t['update_s']:>14.3f}   {t['predict_calls']} predict calls, "
                   f"{t['candidates_scored']} candidates scored")
         r = report["in_tune"]["ratio_gnn_over_xgb"]
-        print(f"{'gnn/xgb':12}{r['predict_s']:>13.2f}x{r['update_s']:>13.2f}x   graph cache {tune['gnn']['graph_cache']}")
+        print(f"{'gnn/xgb':12}{r['predict_s']:>13.2f}x{r['update_s']:>13.2f}x   "
+              f"graph cache {tune['gnn']['graph_cache']}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(report, f, indent=1)

@@ -87,7 +87,8 @@ def main() -> None:
     joined = sum(gpus_measured[(i, b)] == 5 and graph_path(args.out, b, i).exists() for i in order for b in batches)
     empty = sum(graph_path(args.out, b, i).with_suffix(".empty").exists() for i in order for b in batches)
     failed = sum(graph_path(args.out, b, i).with_suffix(".failed").exists() for i in order for b in batches)
-    summary = {"cells": len(order), "batches": batches, "converted": len(seconds), "skipped": skipped,  # stored before, or constant
+    # skipped: stored before, or constant
+    summary = {"cells": len(order), "batches": batches, "converted": len(seconds), "skipped": skipped,
                "constant_networks": empty, "tvm_failed": failed,
                "joined_with_help": joined, "wall_s": round(time.perf_counter() - start, 1),
                "s_per_graph_median": round(float(np.median(seconds)), 3) if seconds else None,

@@ -101,7 +101,8 @@ def _run_collect(args: argparse.Namespace, models: list[str]) -> None:
     from tvm_cost.collect import run_collect
 
     summary = run_collect(
-        models=models, target=args.target, out_root=args.out_root, out_name=args.out_name, trials_per_task=args.trials_per_task,
+        models=models, target=args.target, out_root=args.out_root, out_name=args.out_name,
+        trials_per_task=args.trials_per_task,
         random_fraction=args.random_fraction, batch_size=args.batch_size, seed=args.seed,
         measure=not args.build_only, builder=args.builder, rpc_tracker=args.rpc_tracker, rpc_key=args.rpc_key,
         time_budget_s=args.time_budget_s, max_tasks=args.max_tasks, max_flop=args.max_flop, progress=True,

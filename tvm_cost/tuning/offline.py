@@ -78,7 +78,8 @@ def xgbmodel_scores(train_items: Sequence[Any], test_items: Sequence[Any]) -> np
     model = make_xgb(num_threads=1, num_warmup_samples=0)
     seed_xgb(model, {k: (rows, np.asarray(costs)) for k, (rows, costs) in groups.items()})
     inner = getattr(model, "_inst", model)
-    return np.asarray(inner._predict([d.x[:, :NUM_STORE_FEATURES].numpy() for d in test_items]), np.float64)  # noqa: SLF001
+    rows = [d.x[:, :NUM_STORE_FEATURES].numpy() for d in test_items]
+    return np.asarray(inner._predict(rows), np.float64)  # noqa: SLF001
 
 
 def ensemble_scores(gnn_score: np.ndarray, xgb_score: np.ndarray, group: np.ndarray) -> np.ndarray:
