@@ -46,13 +46,7 @@ def main() -> None:
     from tvm_cost.train import load_checkpoint
     from tvm_cost.tuning.bench import ADAPT, TOP, RunStore, record_folder
     from tvm_cost.tuning.config import GNNCostModelConfig
-    from tvm_cost.tuning.offline import (
-        ensemble_scores,
-        online_finetuned_scores,
-        predict_log_ms,
-        ranking_metrics,
-        xgbmodel_scores,
-    )
+    from tvm_cost.tuning.offline import online_comparison_scores, ranking_metrics
 
     torch.set_num_threads(1)
     pretrained, _ = load_checkpoint(args.checkpoint, schema=PROGRAM_SCHEMA)
@@ -78,14 +72,9 @@ def main() -> None:
             if len(seen) < k or len(rest) < 2:
                 continue
             grp = np.full(len(rest), gid)
-            gnn_online = online_finetuned_scores(pretrained, seen, rest, config, seed=run.seed, round_size=args.round)
-            xgb = xgbmodel_scores(seen, rest)
             rng = np.random.default_rng(gid)
-            tops = [(name, online_finetuned_scores(pretrained, seen, rest, c, seed=run.seed, round_size=args.round))
-                    for name, c in variants.items()]
-            for name, s in (("gnn", -predict_log_ms(pretrained, rest)), ("gnn-online", gnn_online), *tops,
-                            ("xgb", xgb), ("ensemble", ensemble_scores(gnn_online, xgb, grp)),
-                            ("random", rng.random(len(rest)))):
+            for name, s in online_comparison_scores(pretrained, seen, rest, config, variants, seed=run.seed,
+                                                    round_size=args.round, rng=rng).items():
                 scores.setdefault(run.kind, {}).setdefault(name, []).append(s)
             lat = np.array([d.latency_ms for d in rest])
             latency.setdefault(run.kind, []).append(lat)

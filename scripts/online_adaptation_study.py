@@ -46,14 +46,11 @@ def main() -> None:
     from tvm_cost.tuning.bench import ADAPT, TOP
     from tvm_cost.tuning.config import GNNCostModelConfig
     from tvm_cost.tuning.offline import (
-        ensemble_scores,
         family_split,
         load_kernel_dataset,
-        online_finetuned_scores,
-        predict_log_ms,
+        online_comparison_scores,
         ranking_metrics,
         task_families,
-        xgbmodel_scores,
     )
 
     torch.set_num_threads(1)
@@ -66,7 +63,8 @@ def main() -> None:
     by_task: dict[int, list[Any]] = {}
     for item in (ds[int(i)] for i in test_idx):
         by_task.setdefault(int(item.group), []).append(item)
-    shipped, adapt, top = GNNCostModelConfig(), GNNCostModelConfig(**ADAPT), GNNCostModelConfig(**TOP)
+    shipped = GNNCostModelConfig()
+    variants = {"gnn-adapt": shipped.replace(**ADAPT), "gnn-top": shipped.replace(**TOP)}
     report: dict[str, Any] = {"data": args.data, "checkpoint": args.checkpoint, "test_families": held,
                               "splits": args.splits, "round": args.round, "results": {}}
     for k in [int(v) for v in args.measured.split(",")]:
@@ -82,19 +80,11 @@ def main() -> None:
             for g, items in tasks.items():
                 order = rng.permutation(len(items))
                 seen, rest = [items[i] for i in order[:k]], [items[i] for i in order[k:]]
-                gnn_online = online_finetuned_scores(pretrained, seen, rest, shipped, seed=split,
-                                                     round_size=args.round)
-                xgb = xgbmodel_scores(seen, rest)
-                grp = np.full(len(rest), g)
-                gnn_adapt = online_finetuned_scores(pretrained, seen, rest, adapt, seed=split, round_size=args.round)
-                gnn_top = online_finetuned_scores(pretrained, seen, rest, top, seed=split, round_size=args.round)
-                for name, s in (("gnn", -predict_log_ms(pretrained, rest)), ("gnn-online", gnn_online),
-                                ("gnn-adapt", gnn_adapt), ("gnn-top", gnn_top), ("xgb", xgb),
-                                ("ensemble", ensemble_scores(gnn_online, xgb, grp)),
-                                ("random", rng.random(len(rest)))):
+                for name, s in online_comparison_scores(pretrained, seen, rest, shipped, variants, seed=split,
+                                                        round_size=args.round, rng=rng).items():
                     scores.setdefault(name, []).append(s)
                 latency.append([d.latency_ms for d in rest])
-                group.append(grp)
+                group.append(np.full(len(rest), g))
             lat, grp = np.concatenate(latency), np.concatenate(group)
             per_split.append({n: ranking_metrics(lat, np.concatenate(s), grp) for n, s in scores.items()})
         mean = {n: {m: float(np.nanmean([p[n][m] for p in per_split])) for m in per_split[0][n]}

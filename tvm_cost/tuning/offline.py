@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +123,22 @@ def online_finetuned_scores(pretrained: Any, seen: Sequence[Any], rest: Sequence
         finetune_steps(model, optimizer, graphs[:end], latency[:end], num_new=round_size, config=config,
                        seed=seed * 1_000_003 + r)
     return -predict_log_ms(model, rest)
+
+
+def online_comparison_scores(pretrained: Any, seen: Sequence[Any], rest: Sequence[Any], shipped: Any,
+                             variants: Mapping[str, Any], *, seed: int, round_size: int,
+                             rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Every model's scores of one task's `rest` once its `seen` candidates are measured, as the offline studies
+    of online learning compare them: "gnn" (the checkpoint alone), "gnn-online" (fine-tuned with `shipped`, a
+    `GNNCostModelConfig`), one fine-tuned copy per `variants` entry (name -> config), "xgb" (`XGBModel` fitted on
+    `seen`), "ensemble" (the rank mean of "gnn-online" and "xgb") and "random" (drawn from `rng`)."""
+    gnn_online = online_finetuned_scores(pretrained, seen, rest, shipped, seed=seed, round_size=round_size)
+    xgb = xgbmodel_scores(seen, rest)
+    return {"gnn": -predict_log_ms(pretrained, rest), "gnn-online": gnn_online,
+            **{name: online_finetuned_scores(pretrained, seen, rest, config, seed=seed, round_size=round_size)
+               for name, config in variants.items()},
+            "xgb": xgb, "ensemble": ensemble_scores(gnn_online, xgb, np.zeros(len(rest), np.int64)),
+            "random": rng.random(len(rest))}
 
 
 def train_gnn(items: Sequence[Any], *, model_config: Any, train_config: Any, kind: str = "seernet",
