@@ -177,6 +177,8 @@ def test_gnn_kinds_take_the_given_checkpoint(tmp_path):
     assert explore.describe()["source"] == str(weights) and explore.config == gnn.config
     acc = cost_model_for("ensemble-acc", target={"kind": "llvm", "num-cores": 1}, seed=0, checkpoint=weights)
     assert acc.gnn.describe()["source"] == str(weights) and acc.weighting == "accuracy" and acc.xgb_warmup == 16
+    handoff = cost_model_for("ensemble-handoff", target={"kind": "llvm", "num-cores": 1}, seed=0, checkpoint=weights)
+    assert handoff.weighting == "handoff" and handoff.handoff == (32, 96) and handoff.xgb_warmup == 16
     top = cost_model_for("gnn-top", target={"kind": "llvm", "num-cores": 1}, seed=2, checkpoint=weights)
     assert top.describe()["source"] == str(weights)
     assert (top.config.update_steps, top.config.lr, top.config.rank_top_weight, top.config.seed) == (16, 1e-3, 8.0, 2)

@@ -101,6 +101,32 @@ def test_accuracy_weighting_follows_the_member_that_ranked_the_last_rounds(task,
         EnsembleCostModel(right, wrong, weighting="best")
 
 
+def test_handoff_weighting_passes_the_lead_from_the_gnn_to_xgb(task, tmp_path):
+    """weighting="handoff": GNN alone before `start` measurements, XGB alone from `end`, linear between; a
+    handed-off GNN is neither asked nor updated."""
+    context, candidates, results = task
+    gnn, xgb = FixedScores([3.0, 1.0, 2.0, 0.5]), FixedScores([-1.0, 5.0, 0.0, 2.0])
+    r_gnn, r_xgb = np.array([1.0, 0.5, 0.75, 0.25]), np.array([0.25, 1.0, 0.5, 0.75])
+    model = EnsembleCostModel(gnn, xgb, xgb_warmup=4, weighting="handoff", handoff=(8, 16))
+    model.update(context, candidates[:4], results[:4])  # 4 measured: XGB warm, but before `start`
+    assert model.current_weights() == (1.0, 0.0)
+    np.testing.assert_allclose(scores(model, context, candidates[:4]), r_gnn)
+    model.update(context, candidates[:8], results[:8])  # 12: halfway
+    assert model.current_weights() == (0.5, 0.5)
+    np.testing.assert_allclose(scores(model, context, candidates[:4]), (r_gnn + r_xgb) / 2)
+    model.update(context, candidates[:4], results[:4])  # 16: handed off
+    assert model.current_weights() == (0.0, 1.0) and gnn.updates == 3
+    np.testing.assert_allclose(scores(model, context, candidates[:4]), r_xgb)
+    model.update(context, candidates[:4], results[:4])
+    assert gnn.updates == 3 and xgb.updates == 4
+    model.save(str(tmp_path / "ens"))
+    back = EnsembleCostModel(FixedScores([0.0]), FixedScores([0.0]))
+    back.load(str(tmp_path / "ens"))
+    assert back.weighting == "handoff" and back.handoff == (8, 16) and back.num_measured == 20
+    with pytest.raises(ValueError, match="handoff"):
+        EnsembleCostModel(gnn, xgb, weighting="handoff", handoff=(16, 16))
+
+
 def test_default_xgb_member_is_trusted_from_16_samples():
     """The augment mode's XGBModel counts after XGB_WARMUP samples, not TVM's 100 (docs/kernel_model.md)."""
     from tvm_cost.tuning.ensemble import XGB_WARMUP

@@ -26,7 +26,8 @@ import numpy as np
 from tvm_cost.errors import TvmCostError
 
 BENCH_KINDS: tuple[str, ...] = ("xgb", "xgb-warm16", "gnn", "ensemble", "ensemble-warm16", "ensemble-xgb2",
-                                "gnn-adapt", "ensemble-adapt", "gnn-explore", "ensemble-acc", "gnn-top", "random")
+                                "gnn-adapt", "ensemble-adapt", "gnn-explore", "ensemble-acc", "gnn-top", "ensemble-handoff",
+                                "random")
 ADAPT: dict[str, Any] = {"update_steps": 32, "lr": 1e-3}
 """Online fine-tuning of the "-adapt" kinds: 4x the steps at 2x the learning rate of `GNNCostModelConfig`'s
 defaults, to test whether a GNN that stalls after its first candidates learns the task faster."""
@@ -77,7 +78,8 @@ def cost_model_for(kind: str, *, target: Any, seed: int, checkpoint: str | Path 
     and "ensemble-adapt" are "gnn" and "ensemble-warm16" with the GNN fine-tuned harder online (`ADAPT`);
     "gnn-explore" is "gnn" (its search differs, `EPS_GREEDY`); "ensemble-acc" is "ensemble-warm16" weighting
     each member by how well it ranked the last rounds (`EnsembleCostModel`'s ``weighting="accuracy"``); "gnn-top"
-    is "gnn" fine-tuned with `TOP`."""
+    is "gnn" fine-tuned with `TOP`; "ensemble-handoff" is "ensemble-warm16" handing off from the GNN to XGBModel
+    between 32 and 96 measurements (``weighting="handoff"``)."""
     from tvm_cost.tuning.config import GNNCostModelConfig
     from tvm_cost.tuning.cost_model import GNNCostModel
     from tvm_cost.tuning.ensemble import XGB_WARMUP, EnsembleCostModel
@@ -91,10 +93,10 @@ def cost_model_for(kind: str, *, target: Any, seed: int, checkpoint: str | Path 
     if kind in ("gnn-adapt", "ensemble-adapt"):
         gnn = GNNCostModel(checkpoint=checkpoint, target=target, config=GNNCostModelConfig(seed=seed, **ADAPT))
         return gnn if kind == "gnn-adapt" else EnsembleCostModel(gnn)
-    if kind in ("ensemble", "ensemble-xgb2", "ensemble-acc"):
+    if kind in ("ensemble", "ensemble-xgb2", "ensemble-acc", "ensemble-handoff"):
         gnn = make_cost_model("gnn", target=target, seed=seed, checkpoint=checkpoint)
-        if kind == "ensemble-acc":
-            return EnsembleCostModel(gnn, weighting="accuracy")
+        if kind in ("ensemble-acc", "ensemble-handoff"):
+            return EnsembleCostModel(gnn, weighting="accuracy" if kind == "ensemble-acc" else "handoff")
         if kind == "ensemble":
             return EnsembleCostModel(gnn, make_xgb())  # TVM's 100-sample warm-up
         return EnsembleCostModel(gnn, xgb_weight=2.0)  # the default XGB member, weighted twice

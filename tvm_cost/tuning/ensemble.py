@@ -19,6 +19,12 @@ weight times its skill, ``max(0, (correct + 1) / (pairs + 2) - 0.5) + SKILL_FLOO
 ranking this task's newest candidates better leads, whichever it is. Candidates a converging search measures
 late are all near its best, and a model that ranks a task's spread of schedules well can still order those
 badly (docs/kernel_model.md, the late-round study).
+
+**Handing off** (``weighting="handoff"``, ``handoff=(start, end)``). The GNN alone until the task has `start`
+measurements, XGB alone from `end`, and between them the GNN's weight falls and XGB's rises linearly with the
+count. On held-out tasks the pretrained GNN ranks a tune's next candidates better than XGBModel fitted on 32 of
+them, level at 64 and worse at 96 (the late-round study), so each model leads where it ranks better. Once the
+GNN's weight is 0 it is neither asked to predict nor updated.
 """
 
 from __future__ import annotations
@@ -44,7 +50,9 @@ log = logging.getLogger(__name__)
 STATE_FORMAT = "tvm-cost-ensemble-cost-model"
 XGB_WARMUP = 16
 """Samples before the default XGB member predicts (TVM's `XGBModel` default is 100)."""
-WEIGHTINGS = ("schedule", "accuracy")
+WEIGHTINGS = ("schedule", "accuracy", "handoff")
+HANDOFF = (32, 96)
+"""Default ``(start, end)`` measurement counts of the "handoff" weighting (the late-round study's crossover)."""
 TIE_TOL = 0.02
 """Relative latency gap below which a measured pair does not count when scoring the members (noise)."""
 SKILL_FLOOR = 0.02
@@ -72,16 +80,20 @@ class EnsembleCostModel(PyCostModel):
         weighting: "schedule" (XGB's weight ramps in with its data) or "accuracy" (each member's weight follows how
             well it ranked the last `window` measured rounds); see the module docstring.
         window: Rounds the "accuracy" weighting looks back.
+        handoff: ``(start, end)`` measurement counts of the "handoff" weighting.
     """
 
     def __init__(self, gnn: Any = None, xgb: Any = None, *, gnn_weight: float = 1.0, xgb_weight: float = 1.0,
-                 xgb_warmup: int | None = None, weighting: str = "schedule", window: int = 3) -> None:
+                 xgb_warmup: int | None = None, weighting: str = "schedule", window: int = 3,
+                 handoff: tuple[int, int] = HANDOFF) -> None:
         if gnn_weight < 0 or xgb_weight < 0 or gnn_weight + xgb_weight == 0:
             raise ValueError(f"EnsembleCostModel: weights gnn={gnn_weight}, xgb={xgb_weight} must be >= 0, "
                              "not both 0")
         if weighting not in WEIGHTINGS or window < 1:
             raise ValueError(f"EnsembleCostModel: weighting {weighting!r} must be one of {', '.join(WEIGHTINGS)} "
                              f"and window {window} >= 1")
+        if not 0 <= handoff[0] < handoff[1]:
+            raise ValueError(f"EnsembleCostModel: handoff {tuple(handoff)} must be (start, end), 0 <= start < end")
         self.gnn = gnn if gnn is not None else GNNCostModel()
         self.xgb = xgb if xgb is not None else make_xgb(num_warmup_samples=XGB_WARMUP)
         self.gnn_weight, self.xgb_weight = float(gnn_weight), float(xgb_weight)
@@ -89,6 +101,7 @@ class EnsembleCostModel(PyCostModel):
             xgb_warmup = int(getattr(self.xgb, "num_warmup_samples", 100)) if is_xgb(self.xgb) else 100
         self.xgb_warmup = xgb_warmup
         self.weighting = weighting
+        self.handoff = (int(handoff[0]), int(handoff[1]))
         self.num_measured = 0  # valid results seen by update
         self.rounds: deque[tuple[float, float, int]] = deque(maxlen=window)  # (gnn, xgb correct pairs, pairs)
 
@@ -102,6 +115,10 @@ class EnsembleCostModel(PyCostModel):
         if self.weighting == "accuracy" and self.rounds:
             gnn_correct, xgb_correct, pairs = (sum(col) for col in zip(*self.rounds))
             return self.gnn_weight * _skill(gnn_correct, pairs), self.xgb_weight * _skill(xgb_correct, pairs)
+        if self.weighting == "handoff":
+            start, end = self.handoff
+            t = min(1.0, max(0.0, (self.num_measured - start) / (end - start)))
+            return self.gnn_weight * (1.0 - t), self.xgb_weight * t
         n = self.xgb_samples()
         return self.gnn_weight, self.xgb_weight * min(1.0, n / (2.0 * max(self.xgb_warmup, 1)))
 
@@ -125,8 +142,9 @@ class EnsembleCostModel(PyCostModel):
         latency = [measured_latency_ms(r) for r in results]
         if self.weighting == "accuracy" and not self._xgb_cold():  # XGB as it was when it chose them
             self._score_round(context, candidates, latency)
+        if self.weighting != "handoff" or self.current_weights()[0] > 0:  # a handed-off GNN learns no more
+            self.gnn.update(context, candidates, results)
         self.num_measured += sum(v is not None for v in latency)
-        self.gnn.update(context, candidates, results)
         self.xgb.update(context, candidates, results)
 
     def _score_round(self, context: Any, candidates: list[Any], latency: list[float | None]) -> None:
@@ -162,7 +180,8 @@ class EnsembleCostModel(PyCostModel):
             self.xgb.save(str(folder / "xgb"))
         state = {"format": STATE_FORMAT, "version": 2, "gnn_weight": self.gnn_weight,
                  "xgb_weight": self.xgb_weight, "xgb_warmup": self.xgb_warmup, "num_measured": self.num_measured,
-                 "weighting": self.weighting, "window": self.rounds.maxlen, "rounds": list(self.rounds)}
+                 "weighting": self.weighting, "window": self.rounds.maxlen, "rounds": list(self.rounds),
+                 "handoff": list(self.handoff)}
         (folder / "state.json").write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
 
     def load(self, path: str) -> None:
@@ -182,6 +201,7 @@ class EnsembleCostModel(PyCostModel):
         self.gnn_weight, self.xgb_weight = float(state["gnn_weight"]), float(state["xgb_weight"])
         self.xgb_warmup, self.num_measured = int(state["xgb_warmup"]), int(state["num_measured"])
         self.weighting = state.get("weighting", "schedule")  # version 1 states predate the accuracy weighting
+        self.handoff = tuple(int(v) for v in state.get("handoff", HANDOFF))  # type: ignore[assignment]
         self.rounds = deque((tuple(r) for r in state.get("rounds", [])), maxlen=int(state.get("window", 3)))
 
 
