@@ -111,6 +111,39 @@ def test_kill_and_resume_loses_and_duplicates_nothing(tmp_path):
         assert len(keys) == len(set(keys)), f"{name}: duplicated records"
 
 
+def test_an_interrupt_whose_pool_teardown_fails_still_records_the_run(tmp_path, monkeypatch):
+    """Ctrl-C after the first batch, then a crash while the build pool shuts down: the MANIFEST run entry (the
+    provenance of the records already written) is there all the same."""
+    from tvm_cost.collect import fast
+
+    make_builder = fast.make_builder
+
+    def failing_builder(*args, **kwargs):
+        builder = make_builder(*args, **kwargs)
+        close = builder.close
+
+        def close_then_fail():
+            close()
+            raise RuntimeError("teardown crashed")
+
+        builder.close = close_then_fail
+        return builder
+
+    def interrupt(batch):
+        if batch["done"]:  # once a batch is stored
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(fast, "make_builder", failing_builder)
+    with pytest.raises(RuntimeError, match="teardown crashed"):
+        run_collect(models=[("d", dense_module(32))], target=LLVM, out_root=tmp_path, trials_per_task=8,
+                    batch_size=4, builder_workers=1, command="pytest interrupted", progress=interrupt)
+    manifest = json.loads((tmp_path / "llvm-2core" / "MANIFEST.json").read_text())
+    run = manifest["runs"][-1]
+    assert run["command"] == "pytest interrupted" and run["summary"] == {"stopped": "interrupted"}
+    measured = len(read_lines(tmp_path / "llvm-2core" / "database_tuning_record.json"))
+    assert 0 < measured == manifest["files"]["database_tuning_record.json"]["records"]
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

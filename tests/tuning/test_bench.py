@@ -35,7 +35,7 @@ def test_bench_runs_each_kind_once_and_resumes(dummy_bench):
         assert len(trials) == 16 and times == sorted(times) and all(ms > 0 for _, ms in trials)
     # --keep-records: each run's database holds its measured schedules, the fastest is what the bench saw last
     first, again = out["remeasured"]
-    assert again == first  # the second re-measure found the group stored
+    assert again == first and out["measurers_made"] == 1  # the second found the group stored: no build pool
     assert [row["kind"] for row in first] == ["random", "xgb-warm16", "gnn"]
     for row, (_, trials) in zip(first, out["runs"]):
         assert row["tuned_ms"] == pytest.approx(min(ms for _, ms in trials))
@@ -148,6 +148,12 @@ def test_bench_kernel_cli_measures_a_tiny_task(tmp_path):
     remeasured = json.loads((tmp_path / "bench" / "remeasure.json").read_text())
     assert set(remeasured["best_vs_reference_geomean"]) == {"xgb", "random"}
     assert all(0.2 < v < 5 for v in remeasured["tuned_over_remeasured_median"].values())
+    proc = subprocess.run([sys.executable, "-m", "tvm_cost.cli", "bench", "remeasure", "--out",
+                           str(tmp_path / "bench")], capture_output=True, text=True, check=False,
+                          timeout=600)  # every group stored: a summary only
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    again = json.loads((tmp_path / "bench" / "remeasure.json").read_text())
+    assert again["command"] == remeasured["command"] and "--times 3" in again["command"]  # the timing command
 
 
 def test_gnn_kinds_take_the_given_checkpoint(tmp_path):

@@ -45,7 +45,7 @@ def test_a_corrupt_store_is_refused(tmp_path):
 
     (tmp_path / "remeasure.jsonl").write_text('{"task": "a", "seed": 0}\n{broken\n')
     with pytest.raises(TvmCostError, match=r"remeasure.jsonl:2: not a re-measure row"):
-        remeasure_runs([], tmp_path, times=1, builder=None, runner=None, store=tmp_path / "remeasure.jsonl")
+        remeasure_runs([], tmp_path, times=1, measurers=lambda: (None, None), store=tmp_path / "remeasure.jsonl")
 
 
 def test_a_run_without_records_is_refused(tmp_path):

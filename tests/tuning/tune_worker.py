@@ -75,10 +75,17 @@ def main(mode: str, work_dir: str) -> dict:
                                    on_run=lambda run, label: labels.append((run is not None, label)))
         from tvm_cost.tuning.remeasure import remeasure_runs
 
-        remeasured = [remeasure_runs(runs, Path(work_dir) / "records", times=3, builder=DummyBuilder(),
-                                     runner=DummyRunner(), store=Path(work_dir) / "remeasure.jsonl")
+        made = []  # (builder, runner) pairs the re-measure asked for: none once every group is stored
+
+        def measurers():
+            made.append((DummyBuilder(), DummyRunner()))
+            return made[-1]
+
+        remeasured = [remeasure_runs(runs, Path(work_dir) / "records", times=3, measurers=measurers,
+                                     store=Path(work_dir) / "remeasure.jsonl")
                       for _ in range(2)]
-        return {"labels": labels, "runs": [[r.kind, r.trials] for r in runs], "remeasured": remeasured}
+        return {"labels": labels, "runs": [[r.kind, r.trials] for r in runs], "remeasured": remeasured,
+                "measurers_made": len(made)}
     else:
         raise SystemExit(f"unknown mode {mode!r}")
     run_secs = [[float(s) for s in r.run_secs] if r.run_secs else None for r in db.get_all_tuning_records()]

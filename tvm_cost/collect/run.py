@@ -196,14 +196,14 @@ def run_collect(
         summary = {"stopped": "interrupted"}  # every finished batch is already in the databases
         raise
     finally:
+        if store is not None:  # provenance first: tearing down TVM's worker pools can crash the process
+            run_entry.update(end=manifest.now_iso(), summary=summary or {"stopped": "error"})
+            manifest.write_manifest(out_dir, target=target_json, settings=settings, run=run_entry)
+            store.close()
         if hasattr(bld, "close"):
             bld.close()
         if getattr(runner, "pool", None) is not None:  # LocalRunner / RPCRunner worker processes
             runner.pool.shutdown()
-        if store is not None:
-            run_entry.update(end=manifest.now_iso(), summary=summary or {"stopped": "error"})
-            manifest.write_manifest(out_dir, target=target_json, settings=settings, run=run_entry)
-            store.close()
     summary.update(out_dir=str(out_dir) if measure else None, target=name)
     return summary
 

@@ -32,13 +32,15 @@ def best_record(folder: str | Path, max_trials: int) -> Record | None:
     return min(measured, key=lambda r: statistics.fmean(r.run_secs or [])) if measured else None
 
 
-def remeasure_runs(runs: Sequence[BenchRun], records_dir: str | Path, *, times: int, builder: Any, runner: Any,
-                   store: str | Path, on_group: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+def remeasure_runs(runs: Sequence[BenchRun], records_dir: str | Path, *, times: int,
+                   measurers: Callable[[], tuple[Any, Any]], store: str | Path,
+                   on_group: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """Re-time each run's best schedule `times` times, the kinds of one (task, seed) round-robin.
 
     Rows ``{task, task_name, seed, kind, tuned_ms, remeasured_ms, samples_ms}`` (remeasured_ms: the median of
     the samples) are appended to `store` one (task, seed) group at a time; groups already there are kept.
-    `on_group(label)` is called after each group, stored or new.
+    `measurers()` gives the ``(builder, runner)`` to time with; it is called once, at the first group not stored
+    (so a finished re-measure starts no build pool). `on_group(label)` is called after each group, stored or new.
     """
     from tvm_cost.collect.noise import retime
 
@@ -53,6 +55,7 @@ def remeasure_runs(runs: Sequence[BenchRun], records_dir: str | Path, *, times: 
     groups: dict[tuple[str, int], list[BenchRun]] = {}
     for run in runs:
         groups.setdefault((run.task, run.seed), []).append(run)
+    builder_runner: tuple[Any, Any] | None = None
     for (task, seed), group in groups.items():
         if (task, seed) in done:
             if on_group:
@@ -61,7 +64,8 @@ def remeasure_runs(runs: Sequence[BenchRun], records_dir: str | Path, *, times: 
         best = [(run, best_record(Path(records_dir) / record_folder(task, run.kind, seed), run.max_trials))
                 for run in group]
         best = [(run, rec) for run, rec in best if rec is not None]
-        timings = retime([rec for _, rec in best], times=times, builder=builder, runner=runner)
+        builder_runner = builder_runner or measurers()
+        timings = retime([rec for _, rec in best], times=times, builder=builder_runner[0], runner=builder_runner[1])
         new = [{"task": task, "task_name": run.task_name, "seed": seed, "kind": run.kind,
                 "tuned_ms": 1e3 * statistics.fmean(rec.run_secs or []),
                 "remeasured_ms": 1e3 * statistics.median(samples) if samples else None,
