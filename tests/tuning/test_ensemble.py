@@ -119,10 +119,18 @@ def test_handoff_weighting_passes_the_lead_from_the_gnn_to_xgb(task, tmp_path):
     np.testing.assert_allclose(scores(model, context, candidates[:4]), r_xgb)
     model.update(context, candidates[:4], results[:4])
     assert gnn.updates == 3 and xgb.updates == 4
+    # each task hands off on its own count: a task not measured yet starts with the GNN alone
+    from conftest import make_task
+
+    other_context = make_task(8, count=1, first_seed=70)[0]
+    assert model.current_weights(other_context) == (1.0, 0.0) and model.current_weights(context) == (0.0, 1.0)
+    model.update(other_context, candidates[:4], results[:4])
+    assert gnn.updates == 4 and model.current_weights(other_context) == (1.0, 0.0)
     model.save(str(tmp_path / "ens"))
     back = EnsembleCostModel(FixedScores([0.0]), FixedScores([0.0]))
     back.load(str(tmp_path / "ens"))
-    assert back.weighting == "handoff" and back.handoff == (8, 16) and back.num_measured == 20
+    assert back.weighting == "handoff" and back.handoff == (8, 16) and back.num_measured == 24
+    assert back.current_weights(context) == (0.0, 1.0) and back.current_weights(other_context) == (1.0, 0.0)
     with pytest.raises(ValueError, match="handoff"):
         EnsembleCostModel(gnn, xgb, weighting="handoff", handoff=(16, 16))
 

@@ -22,9 +22,10 @@ badly (docs/kernel_model.md, the late-round study).
 
 **Handing off** (``weighting="handoff"``, ``handoff=(start, end)``). The GNN alone until the task has `start`
 measurements, XGB alone from `end`, and between them the GNN's weight falls and XGB's rises linearly with the
-count. On held-out tasks the pretrained GNN ranks a tune's next candidates better than XGBModel fitted on 32 of
-them, level at 64 and worse at 96 (the late-round study), so each model leads where it ranks better. Once the
-GNN's weight is 0 it is neither asked to predict nor updated.
+count (per task: in a tune of many tasks each one hands off on its own measurements). On held-out tasks the
+pretrained GNN ranks a tune's next candidates better than XGBModel fitted on 32 of them, level at 64 and worse
+at 96 (the late-round study), so each model leads where it ranks better. Once the GNN's weight for a task is 0
+it is neither asked to predict nor updated on that task.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 
 from tvm_cost.errors import TvmCostError
 from tvm_cost.tuning.cost_model import GNNCostModel
-from tvm_cost.tuning.replay import measured_latency_ms
+from tvm_cost.tuning.replay import measured_latency_ms, task_key
 from tvm_cost.tuning.scoring import python_side_save_load
 from tvm_cost.tuning.xgb import is_xgb, load_xgb, make_xgb, save_xgb, xgb_is_warm
 
@@ -77,8 +78,9 @@ class EnsembleCostModel(PyCostModel):
         gnn_weight, xgb_weight: Full weights of the two members.
         xgb_warmup: Measurements before the XGB member counts; None: its `num_warmup_samples` (16 for the default
             member; `XGBModel` must also have a booster). For other cost models, the valid results seen.
-        weighting: "schedule" (XGB's weight ramps in with its data) or "accuracy" (each member's weight follows how
-            well it ranked the last `window` measured rounds); see the module docstring.
+        weighting: "schedule" (XGB's weight ramps in with its data), "accuracy" (each member's weight follows how
+            well it ranked the last `window` measured rounds) or "handoff" (the GNN hands the lead to XGB between
+            `handoff` measurements of a task); see the module docstring.
         window: Rounds the "accuracy" weighting looks back.
         handoff: ``(start, end)`` measurement counts of the "handoff" weighting.
     """
@@ -103,13 +105,15 @@ class EnsembleCostModel(PyCostModel):
         self.weighting = weighting
         self.handoff = (int(handoff[0]), int(handoff[1]))
         self.num_measured = 0  # valid results seen by update
+        self.task_measured: dict[str, int] = {}  # the same, per task (`task_key`)
         self.rounds: deque[tuple[float, float, int]] = deque(maxlen=window)  # (gnn, xgb correct pairs, pairs)
 
     def xgb_samples(self) -> int:
         return int(self.xgb.data_size) if is_xgb(self.xgb) else self.num_measured
 
-    def current_weights(self) -> tuple[float, float]:
-        """``(w_gnn, w_xgb)`` for the next predict call."""
+    def current_weights(self, context: Any = None) -> tuple[float, float]:
+        """``(w_gnn, w_xgb)`` for the next predict call on `context`'s task (the "handoff" weighting counts that
+        task's measurements; None: all tasks')."""
         if self._xgb_cold():
             return self.gnn_weight, 0.0
         if self.weighting == "accuracy" and self.rounds:
@@ -117,7 +121,8 @@ class EnsembleCostModel(PyCostModel):
             return self.gnn_weight * _skill(gnn_correct, pairs), self.xgb_weight * _skill(xgb_correct, pairs)
         if self.weighting == "handoff":
             start, end = self.handoff
-            t = min(1.0, max(0.0, (self.num_measured - start) / (end - start)))
+            n = self.num_measured if context is None else self.task_measured.get(task_key(context), 0)
+            t = min(1.0, max(0.0, (n - start) / (end - start)))
             return self.gnn_weight * (1.0 - t), self.xgb_weight * t
         n = self.xgb_samples()
         return self.gnn_weight, self.xgb_weight * min(1.0, n / (2.0 * max(self.xgb_warmup, 1)))
@@ -128,7 +133,7 @@ class EnsembleCostModel(PyCostModel):
     def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
         if not candidates:
             return np.zeros(0, np.float64)
-        w_gnn, w_xgb = self.current_weights()
+        w_gnn, w_xgb = self.current_weights(context)
         total = np.zeros(len(candidates), np.float64)
         if w_gnn > 0:
             total += w_gnn * percentile_ranks(self.gnn.predict(context, candidates))
@@ -142,9 +147,12 @@ class EnsembleCostModel(PyCostModel):
         latency = [measured_latency_ms(r) for r in results]
         if self.weighting == "accuracy" and not self._xgb_cold():  # XGB as it was when it chose them
             self._score_round(context, candidates, latency)
-        if self.weighting != "handoff" or self.current_weights()[0] > 0:  # a handed-off GNN learns no more
+        if self.weighting != "handoff" or self.current_weights(context)[0] > 0:  # a handed-off GNN learns no more
             self.gnn.update(context, candidates, results)
-        self.num_measured += sum(v is not None for v in latency)
+        valid = sum(v is not None for v in latency)
+        self.num_measured += valid
+        key = task_key(context)
+        self.task_measured[key] = self.task_measured.get(key, 0) + valid
         self.xgb.update(context, candidates, results)
 
     def _score_round(self, context: Any, candidates: list[Any], latency: list[float | None]) -> None:
@@ -181,7 +189,7 @@ class EnsembleCostModel(PyCostModel):
         state = {"format": STATE_FORMAT, "version": 2, "gnn_weight": self.gnn_weight,
                  "xgb_weight": self.xgb_weight, "xgb_warmup": self.xgb_warmup, "num_measured": self.num_measured,
                  "weighting": self.weighting, "window": self.rounds.maxlen, "rounds": list(self.rounds),
-                 "handoff": list(self.handoff)}
+                 "handoff": list(self.handoff), "task_measured": self.task_measured}
         (folder / "state.json").write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
 
     def load(self, path: str) -> None:
@@ -202,6 +210,7 @@ class EnsembleCostModel(PyCostModel):
         self.xgb_warmup, self.num_measured = int(state["xgb_warmup"]), int(state["num_measured"])
         self.weighting = state.get("weighting", "schedule")  # version 1 states predate the accuracy weighting
         self.handoff = tuple(int(v) for v in state.get("handoff", HANDOFF))  # type: ignore[assignment]
+        self.task_measured = {str(k): int(v) for k, v in state.get("task_measured", {}).items()}
         self.rounds = deque((tuple(r) for r in state.get("rounds", [])), maxlen=int(state.get("window", 3)))
 
 
