@@ -26,8 +26,8 @@ import numpy as np
 from tvm_cost.errors import TvmCostError
 
 BENCH_KINDS: tuple[str, ...] = ("xgb", "xgb-warm16", "gnn", "ensemble", "ensemble-warm16", "ensemble-xgb2",
-                                "gnn-adapt", "ensemble-adapt", "gnn-explore", "ensemble-acc", "gnn-top", "ensemble-handoff",
-                                "random")
+                                "gnn-adapt", "ensemble-adapt", "gnn-explore", "ensemble-acc", "gnn-top",
+                                "ensemble-handoff", "random")
 ADAPT: dict[str, Any] = {"update_steps": 32, "lr": 1e-3}
 """Online fine-tuning of the "-adapt" kinds: 4x the steps at 2x the learning rate of `GNNCostModelConfig`'s
 defaults, to test whether a GNN that stalls after its first candidates learns the task faster."""
