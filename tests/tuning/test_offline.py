@@ -121,3 +121,33 @@ def test_online_adaptation_study_scores_every_model_on_the_unseen_candidates(tin
     assert main(["train", str(tiny_logs), "--out", str(tmp_path / "all"), *small]) == 0
     refused = subprocess.run([*run, "--checkpoint", str(tmp_path / "all")], capture_output=True, text=True)
     assert refused.returncode == 2 and "was trained on some of ['fam1']" in refused.stderr
+
+
+def test_subset_records_keeps_a_range_of_records_and_their_re_timings(tiny_logs, tmp_path):
+    import shutil
+    import statistics
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tvm_cost.collect.records import load_records
+    from tvm_cost.tuning.offline import load_kernel_dataset
+
+    src = tmp_path / "src"
+    shutil.copytree(tiny_logs, src)
+    records = list(load_records(src / "database_tuning_record.json"))
+    means = [statistics.fmean(r.run_secs) for r in records]
+    dropped = next(m for m in means[:8] if m not in means[8:])  # a record only the first task has
+    noise = [{"stored_secs": s, "median": 1.0} for s in (dropped, means[12])]  # SYNTHETIC re-timings
+    (src / "noise.json").write_text(json.dumps({"records": noise, "settings": {}, "summary": {}}))
+    script = Path(__file__).parents[2] / "scripts" / "subset_records.py"
+    out = tmp_path / "second_task"
+    subprocess.run([sys.executable, str(script), "--data", str(src), "--start", "8", "--out", str(out)], check=True,
+                   capture_output=True)
+    ds = load_kernel_dataset(out)
+    assert len(ds) == 8 and len(set(ds.groups)) == 1  # the second task's eight records, nothing else
+    kept = [r.run_secs for r in load_records(out / "database_tuning_record.json.gz")]
+    assert kept == [r.run_secs for r in records[8:]]
+    assert json.loads((out / "noise.json").read_text())["records"] == noise[1:]
+    assert json.loads((out / "MANIFEST.json").read_text())["subset"] == {
+        "source": str(src), "start": 8, "end": None, "records": 8, "of": 16}
