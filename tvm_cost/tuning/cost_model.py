@@ -59,6 +59,10 @@ STATE_VERSION = 1
 class GNNCostModel(PyCostModel):
     """A GNN cost model for MetaSchedule (see the module docstring for the score, update and fallback rules).
 
+    Alone it leads XGBModel in a tune's first rounds and trails it late; at MetaSchedule's default population of
+    512 it ended 15 % behind on held-out tasks (docs/kernel_model.md). `EnsembleCostModel` (augment mode, the
+    default of ``tvm-cost tune``) kept the early lead and stayed level at 128 trials: prefer it for real tunes.
+
     Args:
         checkpoint: "auto": the checkpoint shipped for the target (found at first use), else untrained with a
             warning; None: untrained; a path: that checkpoint (a training checkpoint or a saved cost model).
