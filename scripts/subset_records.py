@@ -30,6 +30,10 @@ def main() -> None:
     parser.add_argument("--out", required=True, help="new folder (must not exist)")
     args = parser.parse_args()
     src, out = Path(args.data), Path(args.out)
+    if not (src / "MANIFEST.json").is_file():
+        parser.error(f"{src}: no MANIFEST.json, not a collected tuning-log folder")
+    if out.exists():
+        parser.error(f"{out}: already exists")
     out.mkdir(parents=True)
     with open_text(resolve(src / "database_tuning_record.json")) as f:
         lines = f.read().splitlines()
@@ -44,14 +48,15 @@ def main() -> None:
     manifest["subset"] = {"source": str(src), "start": args.start, "end": args.end, "records": len(kept),
                           "of": len(lines)}
     (out / "MANIFEST.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    noise_kept = 0
     if (src / "noise.json").is_file():
         noise = json.loads((src / "noise.json").read_text(encoding="utf-8"))
         stored = {statistics.fmean(secs) for secs in (parse_record(json.loads(line))[2] for line in kept) if secs}
         noise["records"] = [r for r in noise["records"] if r["stored_secs"] in stored]
         noise["summary"] = {"note": "the source folder's summary covers records not kept here; see its noise.json"}
         (out / "noise.json").write_text(json.dumps(noise, indent=1), encoding="utf-8")
-    print(json.dumps({"records": len(kept), "of": len(lines), "noise_records": len(noise["records"])
-                      if (src / "noise.json").is_file() else 0}))
+        noise_kept = len(noise["records"])
+    print(json.dumps({"records": len(kept), "of": len(lines), "noise_records": noise_kept}))
 
 
 if __name__ == "__main__":

@@ -151,3 +151,6 @@ def test_subset_records_keeps_a_range_of_records_and_their_re_timings(tiny_logs,
     assert json.loads((out / "noise.json").read_text())["records"] == noise[1:]
     assert json.loads((out / "MANIFEST.json").read_text())["subset"] == {
         "source": str(src), "start": 8, "end": None, "records": 8, "of": 16}
+    again = subprocess.run([sys.executable, str(script), "--data", str(src), "--out", str(out)], capture_output=True,
+                           text=True)
+    assert again.returncode == 2 and f"{out}: already exists" in again.stderr  # never written over
