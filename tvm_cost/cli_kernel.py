@@ -46,6 +46,8 @@ def _add_training_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layers", type=int, default=3)
     p.add_argument("--readout", choices=("pool", "sum"), default="sum",
                    help="graph readout: pooled nodes + global node, or per-store times summed (XGBModel's way)")
+    p.add_argument("--per-work", action=argparse.BooleanOptionalAction, default=False,
+                   help="predict latency per unit of work (the task's FLOPs + bytes), then scale back")
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--batch-size", type=int, default=64, help="candidates per batch (per process under torchrun)")
     p.add_argument("--rank-weight", type=float, default=0.0, help="weight of the pairwise ranking loss")
@@ -54,12 +56,12 @@ def _add_training_args(p: argparse.ArgumentParser) -> None:
 
 
 def _configs(args: argparse.Namespace, seed: int = 0) -> tuple[Any, Any]:
-    from tvm_cost.features.program_schema import PROGRAM_SCHEMA
+    from tvm_cost.features.program_schema import PROGRAM_SCHEMA, WORK_GLOBALS
     from tvm_cost.models import ModelConfig
     from tvm_cost.train import TrainConfig
 
     model = ModelConfig.for_schema(PROGRAM_SCHEMA, hidden=args.hidden, layers=args.layers, heads=("latency",),
-                                   readout=args.readout, seed=seed)
+                                   readout=args.readout, seed=seed, work_globals=WORK_GLOBALS if args.per_work else ())
     train = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, rank_weight=args.rank_weight,
                         listwise_weight=args.listwise_weight, task_mse_weight=args.task_mse_weight,
                         batching="group", patience=None, seed=seed)
@@ -258,7 +260,7 @@ def _eval_table(args: argparse.Namespace, report: dict, summary: dict) -> Any:
     """A rich table of every model's metrics, mean ± std over seeds."""
     from rich.table import Table
 
-    from tvm_cost.tuning.offline import RANKING_METRICS
+    from tvm_cost.tuning.offline import RANKING_METRICS, REGRESSION_METRICS
 
     if args.test_families == "each":
         folds = report["folds"]
@@ -271,14 +273,14 @@ def _eval_table(args: argparse.Namespace, report: dict, summary: dict) -> Any:
                  f"mean ± std over seeds {args.seeds}")
     table = Table(title=title)
     table.add_column("model")
-    for name in (*RANKING_METRICS, "mape"):
+    for name in (*RANKING_METRICS, *REGRESSION_METRICS):
         table.add_column(name, justify="right")
     for name in ("random", "xgb", "gnn", "ensemble"):
         mean, std = summary["mean"][name], summary["std"][name]
         table.add_row(name, *(f"{mean[k]:.3f} ± {std[k]:.3f}" if k in mean else ""
-                              for k in (*RANKING_METRICS, "mape")))
+                              for k in (*RANKING_METRICS, *REGRESSION_METRICS)))
     if summary["deep_ensemble"]:
         deep = summary["deep_ensemble"]
         table.add_row(f"gnn x{len(report['seeds'])} (deep ensemble of the seeds)",
-                      *(f"{deep[k]:.3f}" for k in (*RANKING_METRICS, "mape")))
+                      *(f"{deep[k]:.3f}" for k in (*RANKING_METRICS, *REGRESSION_METRICS)))
     return table

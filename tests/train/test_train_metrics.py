@@ -3,7 +3,8 @@ import math
 import numpy as np
 import pytest
 
-from tvm_cost.train.metrics import kendall_tau, mape, pairwise_accuracy, peak_at_k, share_within, spearman
+from tvm_cost.train.metrics import kendall_tau, mape, pairwise_accuracy, peak_at_k, share_within, \
+    share_within_factor, spearman
 
 
 def test_pairwise_accuracy_by_hand():
@@ -46,3 +47,6 @@ def test_regression_metrics_by_hand():
     assert share_within(true, pred, tol=0.25) == 1.0
     with pytest.raises(ValueError, match="differ"):
         mape([1.0], [1.0, 2.0])
+    # 1.9x over, 2.02x under, 2.5x under: only the first within 2x; all within 3x
+    assert share_within_factor([100.0, 200.0, 100.0], [190.0, 99.0, 40.0]) == pytest.approx(1 / 3)
+    assert share_within_factor([100.0, 200.0, 100.0], [190.0, 99.0, 40.0], factor=3.0) == 1.0

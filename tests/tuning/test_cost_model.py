@@ -86,6 +86,25 @@ def small_seernet() -> SeerNet:
     return SeerNet(ModelConfig.for_schema(PROGRAM_SCHEMA, hidden=16, layers=1))
 
 
+def test_a_per_work_checkpoint_scales_predictions_with_the_task_work(task, tmp_path):
+    """The featurizer's globals carry the task's FLOPs and bytes, so a model that predicts per unit of work
+    (`ModelConfig.work_globals`) predicts the same weights' latency times the work."""
+    from tvm_cost.features.program_graph import workload_globals
+    from tvm_cost.features.program_schema import WORK_GLOBALS
+
+    context, candidates, _ = task
+    plain = small_seernet()
+    per_work = SeerNet(plain.config.replace(work_globals=WORK_GLOBALS))
+    per_work.load_state_dict(plain.state_dict())
+    for name, model in (("plain", plain), ("per_work", per_work)):
+        save_checkpoint(tmp_path / name, model, schema=PROGRAM_SCHEMA)
+    mean = {name: GNNCostModel(checkpoint=tmp_path / name).predict_with_uncertainty(context, candidates)[0]
+            for name in ("plain", "per_work")}
+    u = workload_globals(context.mod, target_spec={"kind": "llvm", "num-cores": 2})[0]
+    assert np.expm1(u[WORK_GLOBALS[0]]) >= 2 * 32**3  # a 32x32x32 matmul + relu: its FLOPs, not a placeholder
+    np.testing.assert_allclose(mean["per_work"] - mean["plain"], np.logaddexp(*u[list(WORK_GLOBALS)]), rtol=1e-5)
+
+
 def test_shipped_checkpoint_is_found_for_the_target(task, tmp_path, monkeypatch, caplog):
     context, candidates, _ = task
     monkeypatch.setattr(checkpoints, "CHECKPOINT_DIR", tmp_path)

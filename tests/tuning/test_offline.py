@@ -12,7 +12,7 @@ from tvm_cost.cli import main
 from tvm_cost.errors import TvmCostError
 from tvm_cost.features.program_schema import PROGRAM_SCHEMA
 from tvm_cost.train import load_checkpoint
-from tvm_cost.tuning.offline import family_split
+from tvm_cost.tuning.offline import family_split, regression_metrics
 
 
 def test_family_split_holds_out_tasks_only_test_families_contain():
@@ -22,6 +22,14 @@ def test_family_split_holds_out_tasks_only_test_families_contain():
     assert test_idx.tolist() == [0, 3, 4] and train_idx.tolist() == [1, 2]  # b is also in resnet: it trains
     with pytest.raises(TvmCostError, match="no task of the families"):
         family_split(tasks, families, ["bert"])
+
+
+def test_regression_metrics_single_out_kernels_slower_than_the_training_ones():
+    latency, predicted = np.array([1.0, 2.0, 100.0, 50.0]), np.array([1.5, 5.0, 10.0, 60.0])
+    m = regression_metrics(latency, predicted, train_latency=np.array([1.0, 2.0, 3.0]))
+    assert m["within_2x"] == 0.5 and m["within_2x_slow"] == 0.5  # slow: 100 (10x under) and 50 (1.2x over)
+    assert m["mape"] == pytest.approx((0.5 + 1.5 + 0.9 + 0.2) / 4)
+    assert np.isnan(regression_metrics(latency, predicted, train_latency=np.array([1000.0]))["within_2x_slow"])
 
 
 def test_train_and_eval_commands(tiny_logs, tmp_path, capsys):
@@ -34,10 +42,12 @@ def test_train_and_eval_commands(tiny_logs, tmp_path, capsys):
     assert meta["extra"]["measured_on"] == "SYNTHETIC CPU"  # the CPU in the data folder's MANIFEST
     assert meta["extra"]["gpu"] is None  # CPU records name no GPU
 
+    assert model.config.work_globals == ()
     assert main(["train", str(tiny_logs), "--out", str(tmp_path / "no_fam1"), "--exclude-families", "fam1",
-                 *small]) == 0
+                 "--per-work", *small]) == 0
     assert "trained on 8 candidates of 1 tasks" in capsys.readouterr().out
-    _, meta = load_checkpoint(tmp_path / "no_fam1", schema=PROGRAM_SCHEMA)
+    per_work, meta = load_checkpoint(tmp_path / "no_fam1", schema=PROGRAM_SCHEMA)
+    assert [PROGRAM_SCHEMA.globals[c] for c in per_work.config.work_globals] == ["log_flops", "log_bytes"]
     assert meta["extra"]["excluded_families"] == ["fam1"] and meta["extra"]["tasks"] == 1
 
     report_path, png = tmp_path / "eval.json", tmp_path / "eval.png"
@@ -48,8 +58,9 @@ def test_train_and_eval_commands(tiny_logs, tmp_path, capsys):
     assert set(report["per_seed"]) == {"0", "1"}
     for name in ("random", "xgb", "gnn", "ensemble"):
         assert 0.0 <= report["mean"][name]["pairwise_acc"] <= 1.0
-    assert np.isfinite(report["mean"]["gnn"]["mape"])
-    assert set(report["deep_ensemble"]) == {"pairwise_acc", "peak@1", "peak@5", "kendall_tau", "mape"}
+    assert np.isfinite(report["mean"]["gnn"]["mape"]) and 0.0 <= report["mean"]["gnn"]["within_2x"] <= 1.0
+    assert set(report["deep_ensemble"]) == {"pairwise_acc", "peak@1", "peak@5", "kendall_tau", "mape", "within_2x",
+                                          "within_2x_slow"}
     assert "deep ensemble of the seeds" in capsys.readouterr().out
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert main(["eval", str(tiny_logs), "--test-families", "each", "--seeds", "0", *small,

@@ -59,3 +59,6 @@ PROGRAM_SCHEMA = FeatureSchema(
              "workload_blocks", "is_gpu", "hw_cores", "log_hw_peak_gflops", "log_hw_mem_bandwidth_gbs",
              "log_hw_l1_kb", "log_hw_l2_kb", "log_hw_l3_kb", "hw_clock_ghz"),
 )
+WORK_GLOBALS = tuple(PROGRAM_SCHEMA.globals.index(name) for name in ("log_flops", "log_bytes"))
+"""Columns of `u` with the task's work (ln(1 + FLOPs), ln(1 + bytes)): `ModelConfig.work_globals` of a kernel model
+that predicts latency per unit of work."""

@@ -21,13 +21,35 @@ def graph_inputs(data: Any) -> tuple[Tensor, Tensor, Tensor | None, Tensor | Non
             num_graphs)
 
 
+def log_work(config: ModelConfig, u: Tensor | None, num_graphs: int) -> Tensor:
+    """ln(sum of (1 + count)) over the raw `u` columns `config.work_globals` (ln(1 + count) each): what `forward`
+    adds to the heads' log-metric per unit of work. Zeros when the config has no work columns.
+
+    Shapes:
+        u: [G, global_dim] -> [G, 1]
+    """
+    if not config.work_globals:
+        return torch.zeros(num_graphs, 1)
+    if u is None:
+        raise ValueError("the model predicts per unit of work (work_globals set), but the graph has no u")
+    cols = u.reshape(num_graphs, -1)[:, list(config.work_globals)].to(torch.float32)
+    return torch.logsumexp(cols, dim=1, keepdim=True)
+
+
+def graph_log_work(config: ModelConfig, data: Any) -> Tensor:
+    """`log_work` of a PyG `Data` (one graph) or `Batch` ([G, 1])."""
+    *_, u, _, num_graphs = graph_inputs(data)
+    return log_work(config, u, num_graphs)
+
+
 class GraphCostModel(nn.Module):
     """Base class: raw feature arrays in, one log-metric per head and graph out.
 
     Inputs are standardized inside the model with buffers (`x_mean`, `x_std`, `edge_mean`, ...) that are saved
     with the weights, so callers feed raw `SCHEMA` arrays. Set them once from training graphs with
     `fit_normalization`; until then they are the identity (mean 0, std 1). Heads predict in standardized log
-    space and are mapped back with `y_mean`/`y_std`, so ``forward`` returns ``log(metric)`` directly.
+    space and are mapped back with `y_mean`/`y_std`, so ``forward`` returns ``log(metric)`` directly (with
+    `config.work_globals`, plus the graph's `log_work`: the heads and `y_mean`/`y_std` are per unit of work).
 
     Subclasses implement `_heads_standardized`.
 
@@ -56,8 +78,9 @@ class GraphCostModel(nn.Module):
     def fit_normalization(self, graphs: Iterable[Any]) -> GraphCostModel:
         """Set the standardization buffers from training `graphs` (any iterable of `Data`/`Batch`); returns self."""
         c = self.config
+        offset = (lambda g: graph_log_work(c, g)) if c.work_globals else None
         self.set_normalization(feature_stats(graphs, node_dim=c.node_dim, edge_dim=c.edge_dim,
-                                             global_dim=c.global_dim, num_heads=len(c.heads)))
+                                             global_dim=c.global_dim, num_heads=len(c.heads), y_log_offset=offset))
         return self
 
     def set_normalization(self, stats: Mapping[str, Tensor]) -> None:
@@ -104,11 +127,12 @@ class GraphCostModel(nn.Module):
             batch = torch.zeros(x.shape[0], dtype=torch.long, device=x.device)
         if num_graphs is None:
             num_graphs = int(batch.max()) + 1 if batch.numel() else 1
+        work = log_work(self.config, u, num_graphs).to(self.y_mean)
         x = self._standardize(x, "x", x.shape[0], self.x_mean)
         edge_attr = self._standardize(edge_attr, "edge", edge_index.shape[1], x)
         u = self._standardize(u, "u", num_graphs, x)
         out = self._heads_standardized(x, edge_index, edge_attr, u, batch, num_graphs)
-        return out * self.y_std + self.y_mean
+        return out * self.y_std + self.y_mean + work
 
     def _heads_standardized(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor, u: Tensor, batch: Tensor,
                             num_graphs: int) -> Tensor:

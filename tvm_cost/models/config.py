@@ -37,6 +37,10 @@ class ModelConfig:
         readout: How `SeerNet` turns node states into a graph's metric: ``"pool"`` (mean and max of the nodes
             with the global node, then a head) or ``"sum"`` (a head per node, in the context of the global node,
             whose metric values are summed, as TVM's XGBModel sums its per-store predictions).
+        work_globals: Columns of `u` that hold ln(1 + count) of the graph's work (e.g. its FLOPs and bytes). When
+            set, the heads predict the metric per unit of work and `forward` adds ln(sum of (1 + count)), so a
+            graph larger than any seen in training scales with its work instead of being capped (see
+            `tvm_cost.estimation.work`); empty: the heads predict the metric itself.
     """
 
     node_dim: int
@@ -50,9 +54,11 @@ class ModelConfig:
     input_clip: float = 10.0
     seed: int = 0
     readout: str = "pool"
+    work_globals: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "heads", tuple(self.heads))  # accept a list, e.g. from JSON
+        object.__setattr__(self, "work_globals", tuple(self.work_globals))
         if min(self.node_dim, self.edge_dim, self.global_dim) < 0 or self.node_dim == 0:
             raise ValueError(f"ModelConfig: bad input dims node={self.node_dim} edge={self.edge_dim} "
                              f"global={self.global_dim} (node_dim >= 1, others >= 0)")
@@ -68,6 +74,9 @@ class ModelConfig:
             raise ValueError(f"ModelConfig: readout={self.readout!r}; choices: {', '.join(READOUTS)}")
         if self.input_clip <= 0:
             raise ValueError(f"ModelConfig: input_clip={self.input_clip} must be > 0")
+        if any(not 0 <= c < self.global_dim for c in self.work_globals):
+            raise ValueError(f"ModelConfig: work_globals={self.work_globals} must be columns of u "
+                             f"(0 <= c < global_dim={self.global_dim})")
 
     @classmethod
     def for_schema(cls, schema: SchemaLike, **kwargs: Any) -> ModelConfig:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -37,11 +37,14 @@ class _Moments:
 
 
 def feature_stats(graphs: Iterable[Any], *, node_dim: int, edge_dim: int, global_dim: int,
-                  num_heads: int, min_std: float = 1e-5, drop_constant: bool = True) -> dict[str, torch.Tensor]:
+                  num_heads: int, min_std: float = 1e-5, drop_constant: bool = True,
+                  y_log_offset: Callable[[Any], torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
     """Column means and standard deviations of `graphs` (PyG `Data` or `Batch` objects).
 
     Targets are summarized in log space (the space the heads predict in); entries of `y` that are not finite and
-    positive are skipped, so a graph missing one metric (NaN) still counts for the others.
+    positive are skipped, so a graph missing one metric (NaN) still counts for the others. `y_log_offset` (a
+    graph -> [G, 1] tensor) is subtracted from the log targets first, e.g. the log work of a model that predicts
+    per unit of work.
 
     An input column whose standard deviation is at most `min_std` x max(1, |mean|) (float rounding alone leaves
     ~1e-7 relative spread) taught the model nothing, and its weights never moved from their initial values: with
@@ -63,7 +66,8 @@ def feature_stats(graphs: Iterable[Any], *, node_dim: int, edge_dim: int, global
         y = getattr(g, "y", None)
         if y is not None:
             y = y.detach().to(torch.float64).reshape(-1, num_heads)
-            acc["y"].add(torch.where(y > 0, y.clamp(min=1e-300).log(), float("nan")))
+            log_y = torch.where(y > 0, y.clamp(min=1e-300).log(), float("nan"))
+            acc["y"].add(log_y if y_log_offset is None else log_y - y_log_offset(g).to(torch.float64))
     out: dict[str, torch.Tensor] = {}
     for name, m in acc.items():
         out[f"{name}_mean"], out[f"{name}_std"] = m.result(

@@ -5,7 +5,8 @@ from tvm_cost.train.config import TrainConfig
 from tvm_cost.train.losses import centered_log_mse_loss, listmle_loss, listnet_loss, log_mse_loss, \
     pairwise_ranking_loss
 from tvm_cost.train.loop import History, evaluate, train
-from tvm_cost.train.metrics import kendall_tau, mape, pairwise_accuracy, peak_at_k, share_within, spearman
+from tvm_cost.train.metrics import kendall_tau, mape, pairwise_accuracy, peak_at_k, share_within, share_within_factor, \
+    spearman
 from tvm_cost.train.objective import TaskLoss
 from tvm_cost.train.pcgrad import PCGrad, project_conflicting
 from tvm_cost.train.sampling import GroupBatchSampler, make_loader
@@ -33,6 +34,7 @@ __all__ = [
     "read_metadata",
     "save_checkpoint",
     "share_within",
+    "share_within_factor",
     "spearman",
     "train",
 ]

@@ -109,3 +109,13 @@ def share_within(true: ArrayLike, pred: ArrayLike, *, tol: float = 0.10) -> floa
     """Share of predictions within ``±tol`` relative error: ``mean(|pred - true| / true <= tol)``."""
     t, p = _pair(true, pred)
     return float(np.mean(np.abs(p - t) / t <= tol + 1e-12))
+
+
+def share_within_factor(true: ArrayLike, pred: ArrayLike, *, factor: float = 2.0) -> float:
+    """Share of predictions within a factor of the truth, ``mean(max(pred / true, true / pred) <= factor)``.
+
+    Symmetric in log space, unlike MAPE, which caps an under-prediction at 100 % but not an over-prediction.
+    """
+    t, p = _pair(true, pred)
+    return float(np.mean(np.abs(np.log(p / t)) <= np.log(factor) + 1e-12))
+

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from tvm_cost.features.schema import NUM_STORE_FEATURES
 log = logging.getLogger(__name__)
 
 RANKING_METRICS = ("pairwise_acc", "peak@1", "peak@5", "kendall_tau")
+REGRESSION_METRICS = ("mape", "within_2x", "within_2x_slow")
 
 
 def task_families(root: str | Path) -> dict[str, set[str]]:
@@ -61,6 +63,17 @@ def ranking_metrics(latency: np.ndarray, score: np.ndarray, group: np.ndarray) -
     return {"pairwise_acc": pairwise_accuracy(latency, score, group),
             "peak@1": peak_at_k(latency, score, group, k=1), "peak@5": peak_at_k(latency, score, group, k=5),
             "kendall_tau": kendall_tau(-latency, score, group)}
+
+
+def regression_metrics(latency: np.ndarray, predicted_ms: np.ndarray, train_latency: np.ndarray
+                       ) -> dict[str, float]:
+    """`REGRESSION_METRICS`: MAPE, the share of predictions within 2x of the measured latency, and that share among
+    the test kernels slower than 99 % of the training kernels (NaN if none), where a model must extrapolate."""
+    from tvm_cost.train import mape, share_within_factor
+
+    slow = latency > np.quantile(train_latency, 0.99)
+    return {"mape": mape(latency, predicted_ms), "within_2x": share_within_factor(latency, predicted_ms),
+            "within_2x_slow": share_within_factor(latency[slow], predicted_ms[slow]) if slow.any() else float("nan")}
 
 
 def xgbmodel_scores(train_items: Sequence[Any], test_items: Sequence[Any]) -> np.ndarray:
@@ -164,18 +177,17 @@ def compare_on_held_out(items: Sequence[Any], train_idx: np.ndarray, test_idx: n
     Returns:
         ``{"per_seed": {seed: {model: metrics}}, "mean": {model: metrics}, "std": ..., "deep_ensemble": metrics
         (None for one seed), "predictions": {"measured_ms", "gnn_ms" (first seed)}}``; the GNN's metrics add
-        ``mape`` of its regression head.
+        `regression_metrics` of its regression head.
     """
     train_items = [items[int(i)] for i in train_idx]
     test_items = [items[int(i)] for i in test_idx]
     latency = np.array([d.latency_ms for d in test_items])
+    train_latency = np.array([d.latency_ms for d in train_items])
     group = np.array([int(d.group) for d in test_items])
     xgb_scores = xgbmodel_scores(train_items, test_items)  # deterministic: one fit serves all seeds
     xgb = ranking_metrics(latency, xgb_scores, group)
     per_seed: dict[int, dict[str, dict[str, float]]] = {}
     preds: list[np.ndarray] = []
-    from tvm_cost.train import mape
-
     for seed in seeds:
         model, _ = train_gnn(train_items, model_config=model_config.replace(seed=seed),
                              train_config=train_config.replace(seed=seed),
@@ -184,23 +196,27 @@ def compare_on_held_out(items: Sequence[Any], train_idx: np.ndarray, test_idx: n
         preds.append(pred)
         rand = np.random.default_rng(seed).random(len(test_items))
         per_seed[seed] = {"random": ranking_metrics(latency, rand, group), "xgb": xgb,
-                          "gnn": {**ranking_metrics(latency, -pred, group), "mape": mape(latency, np.exp(pred))},
+                          "gnn": {**ranking_metrics(latency, -pred, group),
+                                  **regression_metrics(latency, np.exp(pred), train_latency)},
                           "ensemble": ranking_metrics(latency, ensemble_scores(-pred, xgb_scores, group), group)}
     deep = np.mean(preds, axis=0) if len(preds) > 1 else None
     return {**_over_seeds(per_seed),
             "deep_ensemble": None if deep is None else {**ranking_metrics(latency, -deep, group),
-                                                         "mape": mape(latency, np.exp(deep))},
+                                                         **regression_metrics(latency, np.exp(deep), train_latency)},
             "predictions": {"measured_ms": latency, "gnn_ms": np.exp(preds[0]) if preds else None}}
 
 
 def _over_seeds(per_seed: dict[Any, dict[str, dict[str, float]]]) -> dict[str, Any]:
-    """``per_seed`` with the mean and std over seeds of each model's metrics (NaN-aware)."""
+    """``per_seed`` with the mean and std over seeds of each model's metrics (NaN-aware; NaN where every seed's
+    value is NaN, e.g. ``within_2x_slow`` without slow test kernels)."""
     seeds = list(per_seed)
     stack = {n: {k: np.array([per_seed[s][n][k] for s in seeds]) for k in metrics}
              for n, metrics in per_seed[seeds[0]].items()}
-    return {"per_seed": per_seed,
-            "mean": {n: {k: float(np.nanmean(v)) for k, v in ms.items()} for n, ms in stack.items()},
-            "std": {n: {k: float(np.nanstd(v)) for k, v in ms.items()} for n, ms in stack.items()}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: the NaN is the answer
+        return {"per_seed": per_seed,
+                "mean": {n: {k: float(np.nanmean(v)) for k, v in ms.items()} for n, ms in stack.items()},
+                "std": {n: {k: float(np.nanstd(v)) for k, v in ms.items()} for n, ms in stack.items()}}
 
 
 def mean_over_folds(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
