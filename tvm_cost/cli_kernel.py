@@ -46,8 +46,9 @@ def _add_training_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layers", type=int, default=3)
     p.add_argument("--readout", choices=("pool", "sum"), default="sum",
                    help="graph readout: pooled nodes + global node, or per-store times summed (XGBModel's way)")
-    p.add_argument("--per-work", action=argparse.BooleanOptionalAction, default=False,
-                   help="predict latency per unit of work (the task's FLOPs + bytes), then scale back")
+    p.add_argument("--per-work", action=argparse.BooleanOptionalAction, default=True,
+                   help="predict latency per unit of work (the task's FLOPs + bytes), then scale back, so kernels "
+                        "slower than any in training are not capped (--no-per-work: latency itself)")
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--batch-size", type=int, default=64, help="candidates per batch (per process under torchrun)")
     p.add_argument("--rank-weight", type=float, default=0.0, help="weight of the pairwise ranking loss")

@@ -35,7 +35,7 @@ def test_regression_metrics_single_out_kernels_slower_than_the_training_ones():
 def test_train_and_eval_commands(tiny_logs, tmp_path, capsys):
     ckpt = tmp_path / "model"
     small = ["--epochs", "2", "--hidden", "8", "--layers", "1", "--batch-size", "8"]
-    assert main(["train", str(tiny_logs), "--out", str(ckpt), *small]) == 0
+    assert main(["train", str(tiny_logs), "--out", str(ckpt), "--no-per-work", *small]) == 0
     assert "trained on 16 candidates of 2 tasks" in capsys.readouterr().out
     model, meta = load_checkpoint(ckpt, schema=PROGRAM_SCHEMA)
     assert meta["extra"]["records"] == 16 and meta["extra"]["target"] == {"kind": "llvm", "num-cores": 1}
@@ -44,7 +44,7 @@ def test_train_and_eval_commands(tiny_logs, tmp_path, capsys):
 
     assert model.config.work_globals == ()
     assert main(["train", str(tiny_logs), "--out", str(tmp_path / "no_fam1"), "--exclude-families", "fam1",
-                 "--per-work", *small]) == 0
+                 *small]) == 0  # per unit of work by default
     assert "trained on 8 candidates of 1 tasks" in capsys.readouterr().out
     per_work, meta = load_checkpoint(tmp_path / "no_fam1", schema=PROGRAM_SCHEMA)
     assert [PROGRAM_SCHEMA.globals[c] for c in per_work.config.work_globals] == ["log_flops", "log_bytes"]

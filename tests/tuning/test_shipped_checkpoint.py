@@ -31,6 +31,12 @@ def test_shipped_checkpoint_matches_the_schema_and_loads_without_pickle(name, ki
     assert not model.training
 
 
+def test_the_cpu_checkpoint_predicts_per_unit_of_work():
+    """Kernels slower than any in its training data scale with their FLOPs and bytes (docs/kernel_model.md)."""
+    model, _ = load_checkpoint(SHIPPED, schema=PROGRAM_SCHEMA)
+    assert [PROGRAM_SCHEMA.globals[c] for c in model.config.work_globals] == ["log_flops", "log_bytes"]
+
+
 def test_gnn_cost_model_loads_it_for_its_target(caplog):
     assert GNNCostModel(target={"kind": "llvm", "num-cores": 1}).describe()["source"] == "shipped:llvm-1core"
     assert GNNCostModel(target="cuda-h200").describe()["source"] == "shipped:cuda-h200"
