@@ -42,6 +42,14 @@ def graph_log_work(config: ModelConfig, data: Any) -> Tensor:
     return log_work(config, u, num_graphs)
 
 
+def config_feature_stats(config: ModelConfig, graphs: Iterable[Any], *, drop_constant: bool = True
+                         ) -> dict[str, Tensor]:
+    """`feature_stats` of `graphs` at the dims of `config`; log targets per unit of work if it predicts so."""
+    offset = (lambda g: graph_log_work(config, g)) if config.work_globals else None
+    return feature_stats(graphs, node_dim=config.node_dim, edge_dim=config.edge_dim, global_dim=config.global_dim,
+                         num_heads=len(config.heads), drop_constant=drop_constant, y_log_offset=offset)
+
+
 class GraphCostModel(nn.Module):
     """Base class: raw feature arrays in, one log-metric per head and graph out.
 
@@ -77,10 +85,7 @@ class GraphCostModel(nn.Module):
     # -- normalization ---------------------------------------------------------------------------------------
     def fit_normalization(self, graphs: Iterable[Any]) -> GraphCostModel:
         """Set the standardization buffers from training `graphs` (any iterable of `Data`/`Batch`); returns self."""
-        c = self.config
-        offset = (lambda g: graph_log_work(c, g)) if c.work_globals else None
-        self.set_normalization(feature_stats(graphs, node_dim=c.node_dim, edge_dim=c.edge_dim,
-                                             global_dim=c.global_dim, num_heads=len(c.heads), y_log_offset=offset))
+        self.set_normalization(config_feature_stats(self.config, graphs))
         return self
 
     def set_normalization(self, stats: Mapping[str, Tensor]) -> None:

@@ -22,14 +22,9 @@ def fit_input_normalization(model: Any, items: Sequence[Any]) -> None:
     their log-latencies often spread by a few percent only, and dividing by that std would flatten the model's
     initial predictions (and scores); predicting in plain log units keeps their spread.
     """
-    from tvm_cost.models import feature_stats
-    from tvm_cost.models.base import graph_log_work
+    from tvm_cost.models.base import config_feature_stats
 
-    c = model.config
-    offset = (lambda g: graph_log_work(c, g)) if c.work_globals else None
-    stats = feature_stats(items, node_dim=c.node_dim, edge_dim=c.edge_dim, global_dim=c.global_dim,
-                          num_heads=len(c.heads), drop_constant=False,  # later tasks may vary them
-                          y_log_offset=offset)
+    stats = config_feature_stats(model.config, items, drop_constant=False)  # later tasks may vary them
     stats["y_std"] = torch.ones_like(stats["y_std"])
     model.set_normalization(stats)
 
