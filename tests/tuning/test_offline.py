@@ -4,6 +4,7 @@ MetaSchedule database whose run_secs are SYNTHETIC."""
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from tvm_cost.cli import main
 from tvm_cost.errors import TvmCostError
 from tvm_cost.features.program_schema import PROGRAM_SCHEMA
 from tvm_cost.train import load_checkpoint
-from tvm_cost.tuning.offline import family_split, regression_metrics
+from tvm_cost.tuning.offline import family_split, mean_over_folds, regression_metrics
 
 
 def test_family_split_holds_out_tasks_only_test_families_contain():
@@ -30,6 +31,19 @@ def test_regression_metrics_single_out_kernels_slower_than_the_training_ones():
     assert m["within_2x"] == 0.5 and m["within_2x_slow"] == 0.5  # slow: 100 (10x under) and 50 (1.2x over)
     assert m["mape"] == pytest.approx((0.5 + 1.5 + 0.9 + 0.2) / 4)
     assert np.isnan(regression_metrics(latency, predicted, train_latency=np.array([1000.0]))["within_2x_slow"])
+
+
+def test_mean_over_folds_averages_folds_and_keeps_an_all_nan_metric_nan_without_warning():
+    def fold(acc: float, slow: float) -> dict:
+        metrics = {"gnn": {"pairwise_acc": acc, "within_2x_slow": slow}}
+        return {"per_seed": {0: metrics, 1: metrics}, "deep_ensemble": {"pairwise_acc": acc + 0.1}}
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        summary = mean_over_folds([fold(0.6, float("nan")), fold(0.8, float("nan"))])
+    assert summary["mean"]["gnn"]["pairwise_acc"] == pytest.approx(0.7)
+    assert np.isnan(summary["mean"]["gnn"]["within_2x_slow"])
+    assert summary["deep_ensemble"]["pairwise_acc"] == pytest.approx(0.8)
 
 
 def test_train_and_eval_commands(tiny_logs, tmp_path, capsys):
