@@ -41,6 +41,9 @@ def register(sub: Any) -> None:
 
 def _add_training_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", help="target JSON or preset for the global features (default: the folder's manifest)")
+    p.add_argument("--rank-data", action="append", default=[], metavar="DATA",
+                   help="a folder measured on another machine (same target): its candidates train the ranking "
+                        "within their tasks, not the absolute times (repeatable; never in the test set)")
     p.add_argument("--epochs", type=int, default=40)
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--layers", type=int, default=3)
@@ -114,6 +117,30 @@ def _dataset(args: argparse.Namespace, progress: Any) -> Any:
     return ds
 
 
+def _rank_datasets(args: argparse.Namespace, progress: Any) -> list[tuple[str, Any]]:
+    """(folder, `KernelDataset`) of each ``--rank-data`` folder; one measured for another target is refused."""
+    from tvm_cost.errors import TvmCostError
+    from tvm_cost.tuning.offline import data_target, load_kernel_dataset
+
+    out = []
+    for path in args.rank_data:
+        if args.target is None and data_target(path) != data_target(args.data):
+            raise TvmCostError(f"measured for target {data_target(path)}, not {data_target(args.data)} as "
+                               f"{args.data}; --rank-data needs the same target", path=path)
+        bar = progress.add_task(f"features of {path}", total=None)
+        out.append((path, load_kernel_dataset(path, target_spec=_target(args), on_progress=lambda done, total, b=bar:
+                                              progress.update(b, completed=done, total=total))))
+    return out
+
+
+def _rank_items(rank_sets: list[tuple[str, Any]], excluded: list[str]) -> list[list[Any]]:
+    """The candidates of each ``--rank-data`` dataset, without the tasks only the `excluded` families contain."""
+    from tvm_cost.tuning.offline import family_split, task_families
+
+    return [[ds[int(i)] for i in (family_split(ds.groups, task_families(path), excluded)[0] if excluded
+                                  else range(len(ds)))] for path, ds in rank_sets]
+
+
 def _train(args: argparse.Namespace) -> None:
     import numpy as np
     import torch
@@ -124,7 +151,8 @@ def _train(args: argparse.Namespace) -> None:
     from tvm_cost.collect.manifest import manifest_gpu
     from tvm_cost.features.program_schema import PROGRAM_SCHEMA
     from tvm_cost.train import pairwise_accuracy, save_checkpoint
-    from tvm_cost.tuning.offline import data_target, family_split, predict_log_ms, task_families, train_gnn
+    from tvm_cost.tuning.offline import data_target, family_split, predict_log_ms, task_families, train_gnn, \
+        with_rank_only
 
     torch.set_num_threads(1)
     model_config, train_config = _configs(args, args.seed)
@@ -133,14 +161,17 @@ def _train(args: argparse.Namespace) -> None:
             if distributed and rank != 0:
                 dist.barrier()  # rank 0 builds the feature cache first; the others read it
             ds = _dataset(args, progress)
+            rank_sets = _rank_datasets(args, progress)
             if distributed and rank == 0:
                 dist.barrier()
             excluded = [f for f in args.exclude_families.split(",") if f]
             keep = family_split(ds.groups, task_families(args.data), excluded)[0] if excluded else range(len(ds))
             items = [ds[int(i)] for i in keep]
+            extra = _rank_items(rank_sets, excluded)
             bar = progress.add_task("train", total=train_config.epochs)
             t0 = time.perf_counter()
-            model, history = train_gnn(items, model_config=model_config, train_config=train_config,
+            model, history = train_gnn(with_rank_only(items, extra) if extra else items, model_config=model_config,
+                                       train_config=train_config,
                                        callback=lambda r: progress.update(
                                            bar, advance=1, description=f"train (loss {r['train_loss']:.3f})"))
             train_s = time.perf_counter() - t0
@@ -154,12 +185,16 @@ def _train(args: argparse.Namespace) -> None:
         weights = save_checkpoint(args.out, model, schema=PROGRAM_SCHEMA, extra={
             "target": target, "data": str(args.data), "records": len(items), "tasks": tasks,
             "excluded_families": excluded,
+            "rank_data": [{"data": str(path), "records": len(e), "measured_on": _measured_on(path, target)}
+                          for (path, _), e in zip(rank_sets, extra, strict=True)],
             "measured_on": _measured_on(args.data, target), "gpu": manifest_gpu(args.data),
             "train_config": train_config.to_dict(), "processes": dist.get_world_size() if distributed else 1,
             "tvm_version": version("apache-tvm"), "tvm_ffi_version": version("apache-tvm-ffi")})
     _console().print(
         f"trained on {len(items)} candidates of {tasks} tasks ({args.data}"
-        f"{', without ' + ','.join(excluded) if excluded else ''}), {len(history.records)} epochs "
+        f"{', without ' + ','.join(excluded) if excluded else ''}"
+        f"{''.join(f'; ranking also from {len(e)} of {p}' for (p, _), e in zip(rank_sets, extra))}), "
+        f"{len(history.records)} epochs "
         f"in {train_s:.0f} s, final train loss {history.records[-1]['train_loss']:.4f}, pairwise accuracy on the "
         f"training data {fit_acc:.3f}; checkpoint {weights} ({weights.stat().st_size / 1e6:.2f} MB) + .json")
 
@@ -203,7 +238,9 @@ def _eval_folds(args: argparse.Namespace, seeds: list[int], configs: tuple[Any, 
                 ) -> tuple[Any, list[list[str]], list[dict], dict]:
     """Train and score every held-out fold: (dataset, folds, per-fold results, per-fold report entries)."""
     from tvm_cost.errors import TvmCostError
-    from tvm_cost.tuning.offline import compare_on_held_out, family_split, task_families
+    import numpy as np
+
+    from tvm_cost.tuning.offline import compare_on_held_out, family_split, task_families, with_rank_only
 
     families = task_families(args.data)
     folds = [[f] for f in sorted(set().union(*families.values()))] if args.test_families == "each" else \
@@ -212,6 +249,7 @@ def _eval_folds(args: argparse.Namespace, seeds: list[int], configs: tuple[Any, 
     results, fold_reports = [], {}
     with _progress() as progress:
         ds = _dataset(args, progress)
+        rank_sets = _rank_datasets(args, progress)
         items = [ds[i] for i in range(len(ds))]
         bar = progress.add_task("train GNNs", total=len(folds) * len(seeds) * train_config.epochs)
         for fold in folds:
@@ -219,14 +257,18 @@ def _eval_folds(args: argparse.Namespace, seeds: list[int], configs: tuple[Any, 
             if len(test_idx) == 0:  # every task of the family is shared with another family: nothing to hold out
                 progress.update(bar, advance=len(seeds) * train_config.epochs)
                 continue
+            extra = _rank_items(rank_sets, fold)
+            fold_items = with_rank_only(items, extra) if extra else items
+            train_idx = np.concatenate([train_idx, np.arange(len(items), len(fold_items))])
             result = compare_on_held_out(
-                items, train_idx, test_idx, seeds=seeds, model_config=model_config, train_config=train_config,
+                fold_items, train_idx, test_idx, seeds=seeds, model_config=model_config, train_config=train_config,
                 on_epoch=lambda seed, r, f=fold: progress.update(
                     bar, advance=1, description=f"train GNN {','.join(f)} seed {seed}"))
             groups = [ds.groups[int(i)] for i in test_idx]
             fold_reports[",".join(fold)] = {
                 "train_records": len(train_idx), "test_records": len(test_idx),
-                "train_tasks": len({ds.groups[int(i)] for i in train_idx}), "test_tasks": len(set(groups)),
+                "train_tasks": len({int(fold_items[int(i)].group) for i in train_idx}), "test_tasks": len(set(groups)),
+                "rank_only_records": len(fold_items) - len(items),
                 "test_tasks_with_pairs": sum(1 for g in set(groups) if groups.count(g) > 1),
                 **{k: result[k] for k in ("mean", "std", "deep_ensemble")},
                 "per_seed": {str(s): v for s, v in result["per_seed"].items()}}
@@ -246,7 +288,8 @@ def _eval_report(args: argparse.Namespace, ds: Any, folds: list[list[str]], resu
     each = args.test_families == "each"
     model_config, train_config = configs
     summary = mean_over_folds(results) if each else results[0]
-    report = {"data": str(args.data), "records": len(ds), "tasks": len(ds.tasks), "seeds": seeds,
+    report = {"data": str(args.data), "records": len(ds), "tasks": len(ds.tasks), "rank_data": args.rank_data,
+              "seeds": seeds,
               "model_config": model_config.to_dict(), "train_config": train_config.to_dict(),
               "elapsed_s": round(elapsed_s, 1),
               **({"test_families": "each", "folds": fold_reports} if each else

@@ -115,3 +115,20 @@ def test_listwise_gradients_finite_with_ragged_groups():
     (listmle_loss(score, latency, group) + listnet_loss(score, latency, group)).backward()
     assert torch.isfinite(score.grad).all()
     assert score.grad[4] == 0 and score.grad[5] == 0  # singleton groups carry no ranking signal
+
+
+def test_task_loss_leaves_rank_only_graphs_out_of_the_absolute_error_only():
+    from types import SimpleNamespace
+
+    from tvm_cost.train import TaskLoss, TrainConfig
+
+    loss = TaskLoss(TrainConfig(listwise_weight=1.0, task_mse_weight=1.0), ("latency",))
+    pred = torch.tensor([[0.0], [1.0], [4.0], [6.0]])
+    y = torch.exp(torch.tensor([[0.0], [3.0], [0.0], [1.0]]))  # another machine: the last two, 4x4 / 5x5 off
+    group = torch.tensor([0, 0, 1, 1])
+    both = loss(pred, SimpleNamespace(y=y, group=group))
+    home = loss(pred, SimpleNamespace(y=y, group=group, rank_only=torch.tensor([False, False, True, True])))
+    assert float(home["mse_latency"]) == pytest.approx(2.0)  # ((0-0)^2 + (1-3)^2) / 2
+    assert float(both["mse_latency"]) == pytest.approx((0 + 4 + 16 + 25) / 4)
+    for term in ("listwise", "task_mse"):  # ranking within each task still sees every graph
+        assert float(home[term]) == pytest.approx(float(both[term]))

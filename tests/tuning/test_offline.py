@@ -91,6 +91,66 @@ def test_train_and_eval_commands(tiny_logs, tmp_path, capsys):
     assert capsys.readouterr().err.count("\n") == 1
 
 
+def _other_machine(tiny_logs, root, *, scale: float, target: dict | None = None):
+    """A copy of `tiny_logs` as if measured on another CPU: every SYNTHETIC run_secs times `scale`."""
+    import shutil
+
+    shutil.copytree(tiny_logs, root)
+    path = root / "database_tuning_record.json"
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    for line in lines:
+        line[1][1] = [t * scale for t in line[1][1]]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (root / "MANIFEST.json").write_text(json.dumps({"target": target or {"kind": "llvm", "num-cores": 1},
+                                                   "cpu_model": "OTHER SYNTHETIC CPU"}))
+    return root
+
+
+def test_rank_data_from_another_machine_trains_the_ranking_not_the_absolute_times(tiny_logs, tmp_path, capsys):
+    from tvm_cost.tuning.offline import load_kernel_dataset, predict_log_ms
+
+    other = _other_machine(tiny_logs, tmp_path / "other", scale=1000.0)  # a machine 1000x slower
+    small = ["--epochs", "60", "--hidden", "8", "--layers", "1", "--batch-size", "8", "--lr", "0.01"]
+    own_ms = load_kernel_dataset(tiny_logs).latency_ms
+    items = [load_kernel_dataset(tiny_logs)[i] for i in range(len(own_ms))]
+    for extra in ([], ["--rank-data", str(other)]):
+        ckpt = tmp_path / f"model{len(extra)}"
+        assert main(["train", str(tiny_logs), "--out", str(ckpt), *extra, *small]) == 0
+        model, meta = load_checkpoint(ckpt, schema=PROGRAM_SCHEMA)
+        log_ratio = np.mean(predict_log_ms(model, items) - np.log(own_ms))
+        assert abs(log_ratio) < np.log(3.0), log_ratio  # this machine's times, not 1000x (or ~30x between)
+    out = capsys.readouterr().out
+    assert "trained on 16 candidates of 2 tasks" in out and f"ranking also from 16 of {other}" in out
+    assert meta["extra"]["records"] == 16
+    assert meta["extra"]["rank_data"] == [{"data": str(other), "records": 16, "measured_on": "OTHER SYNTHETIC CPU"}]
+
+    report_path = tmp_path / "eval.json"
+    assert main(["eval", str(tiny_logs), "--test-families", "fam1", "--seeds", "0", "--rank-data", str(other),
+                 "--epochs", "2", "--hidden", "8", "--layers", "1", "--json", str(report_path)]) == 0
+    report = json.loads(report_path.read_text())  # the other machine's fam1 task stays out of training
+    assert report["rank_only_records"] == 8 and report["train_records"] == 16 and report["test_records"] == 8
+    assert report["train_tasks"] == 2 and report["rank_data"] == [str(other)]
+
+    cuda = _other_machine(tiny_logs, tmp_path / "cuda", scale=1.0, target={"kind": "cuda", "arch": "sm_90"})
+    assert main(["train", str(tiny_logs), "--out", str(tmp_path / "x"), "--rank-data", str(cuda), *small]) == 2
+    err = capsys.readouterr().err
+    assert "--rank-data needs the same target" in err and str(cuda) in err and err.count("\n") == 1
+
+
+def test_with_rank_only_flags_copies_and_keeps_machines_in_separate_groups():
+    import torch
+    from torch_geometric.data import Data
+
+    from tvm_cost.tuning.offline import is_rank_only, with_rank_only
+
+    own = [Data(group=torch.tensor([g])) for g in (0, 1, 1)]
+    other = [Data(group=torch.tensor([g])) for g in (0, 0, 2)]
+    both = with_rank_only(own, [other])
+    assert [int(d.group) for d in both] == [0, 1, 1, 2, 2, 4]
+    assert [is_rank_only(d) for d in both] == [False] * 3 + [True] * 3
+    assert not hasattr(own[0], "rank_only") and int(other[2].group) == 2  # the inputs are untouched
+
+
 def test_eval_refuses_families_without_tasks_of_their_own(tiny_logs, tmp_path, capsys):
     import shutil
 

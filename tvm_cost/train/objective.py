@@ -17,7 +17,9 @@ class TaskLoss:
 
     Targets come from the batch: ``batch.y`` ``[G, heads]`` holds the measured metrics in natural units
     (positive; NaN where missing) and ``batch.group`` ``[G]`` the group ids ranking terms compare within. The
-    ranking terms use the latency head (``"latency"``, else the first head) as the score.
+    ranking terms use the latency head (``"latency"``, else the first head) as the score. Graphs whose optional
+    ``batch.rank_only`` [G] is true (measured on another machine) count in the ranking and per-task terms but not in
+    the ``mse_*`` terms: they teach how candidates of a task compare, not the absolute times of this machine.
 
     Args:
         config: Weights and kinds of the ranking terms.
@@ -35,7 +37,9 @@ class TaskLoss:
             pred: [G, heads] log-metrics; batch.y: [G, heads]; batch.group: [G] -> {name: scalar}.
         """
         y = batch.y.reshape(pred.shape).to(pred.dtype)
-        terms = {f"mse_{h}": log_mse_loss(pred[:, i], y[:, i]) for i, h in enumerate(self.heads)}
+        rank_only = getattr(batch, "rank_only", None)
+        y_abs = y if rank_only is None else y.masked_fill(rank_only.reshape(-1, 1).bool(), float("nan"))
+        terms = {f"mse_{h}": log_mse_loss(pred[:, i], y_abs[:, i]) for i, h in enumerate(self.heads)}
         c = self.config
         group = getattr(batch, "group", None)
         if group is not None and (c.rank_weight > 0 or c.listwise_weight > 0 or c.task_mse_weight > 0):

@@ -83,9 +83,9 @@ def xgbmodel_scores(train_items: Sequence[Any], test_items: Sequence[Any]) -> np
     """
     from tvm_cost.tuning.xgb import make_xgb, seed_xgb
 
-    groups: dict[str, tuple[list[np.ndarray], list[float]]] = {}
-    for d in train_items:
-        rows, costs = groups.setdefault(d.task, ([], []))
+    groups: dict[int, tuple[list[np.ndarray], list[float]]] = {}
+    for d in train_items:  # by group id: one task measured on two machines (`with_rank_only`) is two groups
+        rows, costs = groups.setdefault(int(d.group), ([], []))
         rows.append(d.x[:, :NUM_STORE_FEATURES].numpy())
         costs.append(d.latency_ms * 1e-3)
     model = make_xgb(num_threads=1, num_warmup_samples=0)
@@ -93,6 +93,35 @@ def xgbmodel_scores(train_items: Sequence[Any], test_items: Sequence[Any]) -> np
     inner = getattr(model, "_inst", model)
     rows = [d.x[:, :NUM_STORE_FEATURES].numpy() for d in test_items]
     return np.asarray(inner._predict(rows), np.float64)  # noqa: SLF001
+
+
+def with_rank_only(primary: Sequence[Any], extra: Sequence[Sequence[Any]]) -> list[Any]:
+    """`primary` then each list of `extra` (other machines' candidates) as one training set for `TaskLoss`.
+
+    Items are shallow copies with ``rank_only`` (false for `primary`, true for the rest: they train the ranking
+    within their tasks, not this machine's absolute times) and with each extra list's group ids shifted past all
+    earlier ones, so one task measured on two machines forms two ranking groups, never one.
+    """
+    import copy
+
+    import torch
+
+    out: list[Any] = []
+    offset = 0
+    for k, items in enumerate([primary, *extra]):
+        for d in items:
+            item = copy.copy(d)
+            item.group = d.group + offset
+            item.rank_only = torch.tensor([k > 0])
+            out.append(item)
+        offset += max((int(d.group) + 1 for d in items), default=0)
+    return out
+
+
+def is_rank_only(item: Any) -> bool:
+    """Whether `item` came from another machine's data (`with_rank_only`)."""
+    flag = getattr(item, "rank_only", None)
+    return flag is not None and bool(flag)
 
 
 def ensemble_scores(gnn_score: np.ndarray, xgb_score: np.ndarray, group: np.ndarray) -> np.ndarray:
@@ -182,7 +211,7 @@ def compare_on_held_out(items: Sequence[Any], train_idx: np.ndarray, test_idx: n
     train_items = [items[int(i)] for i in train_idx]
     test_items = [items[int(i)] for i in test_idx]
     latency = np.array([d.latency_ms for d in test_items])
-    train_latency = np.array([d.latency_ms for d in train_items])
+    train_latency = np.array([d.latency_ms for d in train_items if not is_rank_only(d)])
     group = np.array([int(d.group) for d in test_items])
     xgb_scores = xgbmodel_scores(train_items, test_items)  # deterministic: one fit serves all seeds
     xgb = ranking_metrics(latency, xgb_scores, group)
