@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from tvm_cost.cli_bench import register as register_bench_command
 from tvm_cost.cli_estimate import register as register_estimate_command
 from tvm_cost.cli_kernel import register as register_kernel_commands
+from tvm_cost.errors import Interrupt, TvmCostError
 
 
 def _graph(args: argparse.Namespace) -> None:
@@ -214,22 +215,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class _Interrupt:
-    """Remembers a Ctrl-C: raised inside TVM's FFI (a build pool, a runner) it comes back as a RuntimeError."""
-
-    seen = False
-
-    @classmethod
-    def handler(cls, signum: int, frame: object) -> None:
-        cls.seen = True
-        raise KeyboardInterrupt
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     import signal
 
     args = build_parser().parse_args(argv)
-    previous = signal.signal(signal.SIGINT, _Interrupt.handler) if threading_is_main() else None
+    previous = signal.signal(signal.SIGINT, Interrupt.handler) if threading_is_main() else None
     try:
         return _run(args)
     finally:
@@ -240,7 +230,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)
-    from tvm_cost.errors import TvmCostError
 
     func: Callable[[argparse.Namespace], None] = args.func
     try:
@@ -252,7 +241,7 @@ def _run(args: argparse.Namespace) -> int:
         print("tvm-cost: interrupted; finished work is kept, run the same command again to resume", file=sys.stderr)
         return 130
     except RuntimeError:
-        if not _Interrupt.seen:
+        if not Interrupt.seen:
             raise
         print("tvm-cost: interrupted; finished work is kept, run the same command again to resume", file=sys.stderr)
         return 130

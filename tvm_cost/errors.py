@@ -17,3 +17,15 @@ class TvmCostError(Exception):
         self.path = None if path is None else str(path)
         text = " ".join(str(message).split())  # always one line
         super().__init__(f"{self.path}: {text}" if self.path else text)
+
+
+class Interrupt:
+    """Remembers a Ctrl-C (the CLI installs `handler` for SIGINT): raised inside TVM's FFI, in a build pool or a
+    runner, the KeyboardInterrupt comes back as a RuntimeError, and `seen` tells the two apart."""
+
+    seen = False
+
+    @classmethod
+    def handler(cls, signum: int, frame: object) -> None:
+        cls.seen = True
+        raise KeyboardInterrupt

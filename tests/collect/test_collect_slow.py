@@ -111,10 +111,13 @@ def test_kill_and_resume_loses_and_duplicates_nothing(tmp_path):
         assert len(keys) == len(set(keys)), f"{name}: duplicated records"
 
 
-def test_an_interrupt_whose_pool_teardown_fails_still_records_the_run(tmp_path, monkeypatch):
+@pytest.mark.parametrize("through_ffi", [False, True])
+def test_an_interrupt_whose_pool_teardown_fails_still_records_the_run(tmp_path, monkeypatch, through_ffi):
     """Ctrl-C after the first batch, then a crash while the build pool shuts down: the MANIFEST run entry (the
-    provenance of the records already written) is there all the same."""
+    provenance of the records already written) is there all the same, and says "interrupted" also when TVM's FFI
+    hands the KeyboardInterrupt back as a RuntimeError."""
     from tvm_cost.collect import fast
+    from tvm_cost.errors import Interrupt
 
     make_builder = fast.make_builder
 
@@ -131,6 +134,9 @@ def test_an_interrupt_whose_pool_teardown_fails_still_records_the_run(tmp_path, 
 
     def interrupt(batch):
         if batch["done"]:  # once a batch is stored
+            if through_ffi:
+                monkeypatch.setattr(Interrupt, "seen", True)  # what the CLI's SIGINT handler records
+                raise RuntimeError("KeyboardInterrupt raised in a packed function")
             raise KeyboardInterrupt
 
     monkeypatch.setattr(fast, "make_builder", failing_builder)

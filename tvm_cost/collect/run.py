@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tvm_cost.errors import TvmCostError
+from tvm_cost.errors import Interrupt, TvmCostError
 
 log = logging.getLogger(__name__)
 
@@ -192,8 +192,9 @@ def run_collect(
         with rich_progress(progress) as callback:
             summary = collect(tasks, target=tvm_target, store=store, builder=bld, runner=runner, config=config,
                               progress=callback)
-    except KeyboardInterrupt:
-        summary = {"stopped": "interrupted"}  # every finished batch is already in the databases
+    except (KeyboardInterrupt, RuntimeError) as err:
+        if isinstance(err, KeyboardInterrupt) or Interrupt.seen:  # every finished batch is in the databases
+            summary = {"stopped": "interrupted"}
         raise
     finally:
         if store is not None:  # provenance first: tearing down TVM's worker pools can crash the process
