@@ -208,6 +208,21 @@ def test_online_adaptation_study_scores_every_model_on_the_unseen_candidates(tin
     assert refused.returncode == 2 and "was trained on some of ['fam1']" in refused.stderr
 
 
+def test_kernel_data_scaling_trains_both_models_on_each_fraction_of_the_training_tasks(tiny_logs, tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).parents[2] / "scripts" / "kernel_data_scaling.py"
+    out = tmp_path / "scaling.json"
+    subprocess.run([sys.executable, str(script), "--data", str(tiny_logs), "--test-families", "fam1", "--fractions",
+                    "0.5,1.0", "--draws", "2", "--epochs", "2", "--json", str(out)], capture_output=True, check=True)
+    rows = json.loads(out.read_text())
+    assert [(r["fraction"], r["draw"]) for r in rows] == [(0.5, 0), (0.5, 1), (1.0, 0)]
+    assert all(r["train_tasks"] == 1 and r["train_candidates"] == r["test_candidates"] == 8 for r in rows)
+    assert all(0.0 <= r[m]["pairwise_acc"] <= 1.0 for r in rows for m in ("xgb", "gnn"))
+
+
 def test_subset_records_keeps_a_range_of_records_and_their_re_timings(tiny_logs, tmp_path):
     import shutil
     import statistics
