@@ -237,9 +237,9 @@ def _eval(args: argparse.Namespace) -> None:
 def _eval_folds(args: argparse.Namespace, seeds: list[int], configs: tuple[Any, Any]
                 ) -> tuple[Any, list[list[str]], list[dict], dict]:
     """Train and score every held-out fold: (dataset, folds, per-fold results, per-fold report entries)."""
-    from tvm_cost.errors import TvmCostError
     import numpy as np
 
+    from tvm_cost.errors import TvmCostError
     from tvm_cost.tuning.offline import compare_on_held_out, family_split, task_families, with_rank_only
 
     families = task_families(args.data)
