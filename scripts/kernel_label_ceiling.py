@@ -47,6 +47,7 @@ def main() -> None:
         half[rng.permutation(idx)[:len(idx) // 2]] = True
     fit = [d for d, h in zip(items, half) if h]
     rest = [d for d, h in zip(items, half) if not h]
+
     def xgb_on(fit_items: list) -> dict[str, float]:
         return ranking_metrics(latency[~half], xgbmodel_scores(fit_items, rest), group[~half])
 

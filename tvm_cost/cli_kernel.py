@@ -107,38 +107,37 @@ def _distributed() -> Iterator[tuple[bool, int]]:
         dist.destroy_process_group()
 
 
-def _dataset(args: argparse.Namespace, progress: Any) -> Any:
+def _dataset(args: argparse.Namespace, progress: Any, path: str | None = None) -> Any:
+    """The `KernelDataset` of `path` (default: ``args.data``), its features built or read under a progress bar."""
     from tvm_cost.tuning.offline import load_kernel_dataset
 
-    bar = progress.add_task("features", total=None)
-    ds = load_kernel_dataset(args.data, target_spec=_target(args),
+    path = path or args.data
+    bar = progress.add_task(f"features of {path}", total=None)
+    ds = load_kernel_dataset(path, target_spec=_target(args),
                              on_progress=lambda done, total: progress.update(bar, completed=done, total=total))
-    progress.update(bar, description=f"features: {len(ds)} candidates")
+    progress.update(bar, description=f"features of {path}: {len(ds)} candidates")
     return ds
 
 
 def _rank_datasets(args: argparse.Namespace, progress: Any) -> list[tuple[str, Any]]:
     """(folder, `KernelDataset`) of each ``--rank-data`` folder; one measured for another target is refused."""
     from tvm_cost.errors import TvmCostError
-    from tvm_cost.tuning.offline import data_target, load_kernel_dataset
+    from tvm_cost.tuning.offline import data_target
 
-    out = []
+    own = data_target(args.data)
     for path in args.rank_data:
-        if args.target is None and data_target(path) != data_target(args.data):
-            raise TvmCostError(f"measured for target {data_target(path)}, not {data_target(args.data)} as "
-                               f"{args.data}; --rank-data needs the same target", path=path)
-        bar = progress.add_task(f"features of {path}", total=None)
-        out.append((path, load_kernel_dataset(path, target_spec=_target(args), on_progress=lambda done, total, b=bar:
-                                              progress.update(b, completed=done, total=total))))
-    return out
+        if args.target is None and data_target(path) != own:
+            raise TvmCostError(f"measured for target {data_target(path)}, not {own} as {args.data}; --rank-data "
+                               f"needs the same target", path=path)
+    return [(path, _dataset(args, progress, path)) for path in args.rank_data]
 
 
-def _rank_items(rank_sets: list[tuple[str, Any]], excluded: list[str]) -> list[list[Any]]:
-    """The candidates of each ``--rank-data`` dataset, without the tasks only the `excluded` families contain."""
+def _kept(ds: Any, path: str, excluded: list[str]) -> list[Any]:
+    """The candidates of `ds` (the folder `path`) without the tasks only the `excluded` families contain."""
     from tvm_cost.tuning.offline import family_split, task_families
 
-    return [[ds[int(i)] for i in (family_split(ds.groups, task_families(path), excluded)[0] if excluded
-                                  else range(len(ds)))] for path, ds in rank_sets]
+    keep = family_split(ds.groups, task_families(path), excluded)[0] if excluded else range(len(ds))
+    return [ds[int(i)] for i in keep]
 
 
 def _train(args: argparse.Namespace) -> None:
@@ -151,8 +150,7 @@ def _train(args: argparse.Namespace) -> None:
     from tvm_cost.collect.manifest import manifest_gpu
     from tvm_cost.features.program_schema import PROGRAM_SCHEMA
     from tvm_cost.train import pairwise_accuracy, save_checkpoint
-    from tvm_cost.tuning.offline import data_target, family_split, predict_log_ms, task_families, train_gnn, \
-        with_rank_only
+    from tvm_cost.tuning.offline import data_target, predict_log_ms, train_gnn, with_rank_only
 
     torch.set_num_threads(1)
     model_config, train_config = _configs(args, args.seed)
@@ -165,19 +163,18 @@ def _train(args: argparse.Namespace) -> None:
             if distributed and rank == 0:
                 dist.barrier()
             excluded = [f for f in args.exclude_families.split(",") if f]
-            keep = family_split(ds.groups, task_families(args.data), excluded)[0] if excluded else range(len(ds))
-            items = [ds[int(i)] for i in keep]
-            extra = _rank_items(rank_sets, excluded)
+            items = _kept(ds, args.data, excluded)
+            extra = [_kept(other, path, excluded) for path, other in rank_sets]
             bar = progress.add_task("train", total=train_config.epochs)
             t0 = time.perf_counter()
-            model, history = train_gnn(with_rank_only(items, extra) if extra else items, model_config=model_config,
+            model, history = train_gnn(with_rank_only(items, extra), model_config=model_config,
                                        train_config=train_config,
                                        callback=lambda r: progress.update(
                                            bar, advance=1, description=f"train (loss {r['train_loss']:.3f})"))
             train_s = time.perf_counter() - t0
         if rank != 0:
             return
-        latency = ds.latency_ms[np.asarray(keep, dtype=np.int64)]
+        latency = np.array([d.latency_ms for d in items])
         group = [int(d.group) for d in items]
         tasks = len(set(group))
         fit_acc = pairwise_accuracy(latency, -predict_log_ms(model, items), group)
@@ -257,8 +254,7 @@ def _eval_folds(args: argparse.Namespace, seeds: list[int], configs: tuple[Any, 
             if len(test_idx) == 0:  # every task of the family is shared with another family: nothing to hold out
                 progress.update(bar, advance=len(seeds) * train_config.epochs)
                 continue
-            extra = _rank_items(rank_sets, fold)
-            fold_items = with_rank_only(items, extra) if extra else items
+            fold_items = with_rank_only(items, [_kept(other, path, fold) for path, other in rank_sets])
             train_idx = np.concatenate([train_idx, np.arange(len(items), len(fold_items))])
             result = compare_on_held_out(
                 fold_items, train_idx, test_idx, seeds=seeds, model_config=model_config, train_config=train_config,

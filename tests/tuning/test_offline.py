@@ -111,8 +111,8 @@ def test_rank_data_from_another_machine_trains_the_ranking_not_the_absolute_time
 
     other = _other_machine(tiny_logs, tmp_path / "other", scale=1000.0)  # a machine 1000x slower
     small = ["--epochs", "60", "--hidden", "8", "--layers", "1", "--batch-size", "8", "--lr", "0.01"]
-    own_ms = load_kernel_dataset(tiny_logs).latency_ms
-    items = [load_kernel_dataset(tiny_logs)[i] for i in range(len(own_ms))]
+    own = load_kernel_dataset(tiny_logs)
+    own_ms, items = own.latency_ms, [own[i] for i in range(len(own))]
     for extra in ([], ["--rank-data", str(other)]):
         ckpt = tmp_path / f"model{len(extra)}"
         assert main(["train", str(tiny_logs), "--out", str(ckpt), *extra, *small]) == 0

@@ -100,12 +100,15 @@ def with_rank_only(primary: Sequence[Any], extra: Sequence[Sequence[Any]]) -> li
 
     Items are shallow copies with ``rank_only`` (false for `primary`, true for the rest: they train the ranking
     within their tasks, not this machine's absolute times) and with each extra list's group ids shifted past all
-    earlier ones, so one task measured on two machines forms two ranking groups, never one.
+    earlier ones, so one task measured on two machines forms two ranking groups, never one. Without `extra`,
+    `primary` as it is.
     """
     import copy
 
     import torch
 
+    if not extra:
+        return list(primary)
     out: list[Any] = []
     offset = 0
     for k, items in enumerate([primary, *extra]):
