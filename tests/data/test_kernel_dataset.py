@@ -79,6 +79,8 @@ def test_records_become_labelled_graphs(db_root):
     expected = sorted([np.mean(synthetic_secs(s)) * 1e3 for s in (*range(1, 6), *range(1, 4))])
     np.testing.assert_allclose(labels, expected)
     np.testing.assert_allclose([d.log_latency_ms for d in ds], np.log([d.latency_ms for d in ds]))
+    # each item names its record: the seed-th measured record of its task has the seed's label
+    assert all(d.latency_ms == pytest.approx(np.mean(synthetic_secs(d.record + 1)) * 1e3) for d in ds)
 
 
 def test_replayed_graph_matches_the_original_schedule(db_root):

@@ -187,7 +187,7 @@ class KernelDataset(Sequence[Any]):
     Each item is a PyG `Data` with `x`, `edge_index`, `edge_attr`, `u` (see `PROGRAM_SCHEMA`), ``y`` = [[latency
     in ms]] (natural units, as `tvm_cost.train.TaskLoss` expects; models predict its log), ``group`` = [task
     index] (int64, for ranking losses and group batching), and plain attributes ``task`` (workload shash),
-    ``latency_ms`` and ``log_latency_ms``.
+    ``record`` (the record's position among its task's measured records), ``latency_ms`` and ``log_latency_ms``.
 
     Args:
         root: The folder with ``*tuning_record.json[.gz]`` and their ``*workload.json[.gz]``.
@@ -214,10 +214,10 @@ class KernelDataset(Sequence[Any]):
         self._items: list[Any] = []
         for gid, shash in enumerate(self.tasks):
             arrays = self._task_arrays(raw[shash], spec, batch_size=batch_size, rebuild=rebuild)
-            for graph, lat in zip(unpack_graphs(arrays), arrays["latency_ms"], strict=True):
+            for graph, lat, record in zip(unpack_graphs(arrays), arrays["latency_ms"], arrays["record"], strict=True):
                 self._items.append(to_data(graph, y=torch.tensor([[lat]], dtype=torch.float32),
-                                           group=torch.tensor([gid]), task=shash, latency_ms=float(lat),
-                                           log_latency_ms=float(np.log(lat))))
+                                           group=torch.tensor([gid]), task=shash, record=int(record),
+                                           latency_ms=float(lat), log_latency_ms=float(np.log(lat))))
             if on_progress is not None:
                 on_progress(gid + 1, len(self.tasks))
 
