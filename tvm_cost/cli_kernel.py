@@ -27,7 +27,8 @@ def register(sub: Any) -> None:
     p.set_defaults(func=_train)
 
     p = sub.add_parser("eval", help="offline metrics on held-out model families: GNN vs TVM's XGBModel vs their "
-                                    "rank ensemble vs random")
+                                    "rank ensemble vs random, and the decision-aware tree ranker alone and with "
+                                    "the GNN")
     p.add_argument("data", help="folder with database_tuning_record.json[.gz] and tasks.json")
     p.add_argument("--test-families", default="gpt,mlp_mixer",
                    help="comma-separated held-out model families, or 'each': leave one family out, a fold per "
@@ -315,7 +316,7 @@ def _eval_table(args: argparse.Namespace, report: dict, summary: dict) -> Any:
     table.add_column("model")
     for name in (*RANKING_METRICS, *REGRESSION_METRICS):
         table.add_column(name, justify="right")
-    for name in ("random", "xgb", "gnn", "ensemble"):
+    for name in ("random", "xgb", "gnn", "ensemble", "ranker", "gnn+ranker"):
         mean, std = summary["mean"][name], summary["std"][name]
         table.add_row(name, *(f"{mean[k]:.3f} ± {std[k]:.3f}" if k in mean else ""
                               for k in (*RANKING_METRICS, *REGRESSION_METRICS)))

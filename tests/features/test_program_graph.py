@@ -17,6 +17,7 @@ from tvm_cost.features.program_graph import candidate_stores, program_graph, pro
     workload_globals
 from tvm_cost.features.program_schema import EDGE_TYPES, NODE_OWN, PROGRAM_SCHEMA, PSF_COLUMNS
 from tvm_cost.features.program_walk import lower_for_features, store_nodes
+from tvm_cost.features.trace_decisions import DECISION_COLUMNS, decision_features
 
 LLVM = tvm.target.Target({"kind": "llvm", "num-cores": 2})
 CUDA = tvm.target.Target("nvidia/nvidia-h100")
@@ -331,3 +332,60 @@ def test_report_construction_time_against_per_store_feature(capsys):
     with capsys.disabled():
         print(f"\n{len(cands)} candidates: PerStoreFeature {psf:.2f} s, graph construction on top {extra:.2f} s "
               f"({(psf + extra) / psf:.2f}x)")
+
+
+# --- trace decisions (tvm_cost.features.trace_decisions) -------------------------------------------------------
+DECISION_COL = {name: i for i, name in enumerate(DECISION_COLUMNS)}
+
+
+def database_traces(tmp_path, context: ms.TuneContext, cands: list, target: tvm.target.Target) -> list:
+    """The candidates' traces as a tuning database stores them (written, then read back)."""
+    from tvm_cost.collect.records import load_records
+
+    db = ms.database.JSONDatabase(path_workload=str(tmp_path / "database_workload.json"),
+                                  path_tuning_record=str(tmp_path / "database_tuning_record.json"))
+    workload = db.commit_workload(context.mod)
+    for cand in cands:
+        db.commit_tuning_record(ms.database.TuningRecord(cand.sch.trace, workload, [1e-3], target, cand.args_info))
+    return [rec.trace for rec in load_records(tmp_path / "database_tuning_record.json")]
+
+
+def test_decision_features_by_hand():
+    """A CPU-style trace: SSRSRS tiles of two spatial loops and one reduction loop, unroll, two compute locations."""
+    insts = [["Annotate", ["b1", '"SSRSRS"'], ["meta_schedule.tiling_structure"], []],
+             ["SamplePerfectTile", ["l4"], [4, 64], ["v5", "v6", "v7", "v8"]],
+             ["SamplePerfectTile", ["l9"], [4, 64], ["v10", "v11", "v12", "v13"]],
+             ["SamplePerfectTile", ["l14"], [2, 64], ["v15", "v16"]],
+             ["SampleCategorical", [], [[0, 16, 64, 512], [0.25] * 4], ["v17"]],
+             ["Annotate", ["b2", "v17"], ["meta_schedule.unroll_explicit"], []],
+             ["SampleCategorical", [], [[32, 128], [0.5, 0.5]], ["v18"]],
+             ["SampleComputeLocation", ["b0"], [], ["l19"]], ["SampleComputeLocation", ["b3"], [], ["l20"]],
+             ["CacheWrite", ["b1"], [0, "global"], ["b21"]], ["EnterPostproc", [], [], []],
+             ["SamplePerfectTile", ["l22"], [2, 64], ["v23", "v24"]]]  # after EnterPostproc: ignored
+    decisions = [[1, [1, 2, 4, 8]], [2, [2, 1, 1, 2]], [3, [4, 16]], [4, 2], [6, 1], [7, -2], [8, 3], [11, [2, 2]]]
+    f = decision_features([insts, decisions])
+    assert f.shape == (len(DECISION_COLUMNS),) and f.dtype == np.float32
+    assert [f[DECISION_COL[f"log_spatial_tile_l{i}"]] for i in range(4)] == [3 + 1, 2 + 0, 1 + 0, 0 + 1]
+    assert [f[DECISION_COL[f"log_reduce_tile_l{i}"]] for i in range(4)] == [4, 2, 0, 0]
+    assert sum(f[DECISION_COL[f"spatial_share_l{i}"]] for i in range(4)) == pytest.approx(1)
+    assert f[DECISION_COL["log_unroll"]] == pytest.approx(math.log2(65))
+    assert f[DECISION_COL["log_other_categorical"]] == pytest.approx(math.log2(129))
+    assert [f[DECISION_COL[c]] for c in ("compute_inline", "compute_at_loop", "compute_root")] == [1, 1, 0]
+    assert f[DECISION_COL["log_last_spatial_inner"]] == 1 and f[DECISION_COL["log_last_reduce_inner"]] == 4
+    assert [f[DECISION_COL[c]] for c in ("tiles_sampled", "cache_stages", "tiled_blocks")] == [3, 1, 1]
+
+
+@pytest.mark.parametrize("target", [LLVM, CUDA], ids=["llvm", "cuda"])
+def test_decisions_of_sampled_candidates_tile_the_loops_exactly(target, tmp_path):
+    """Perfect tiles multiply back to the loop extents: a 32^3 matmul has 2 x 5 spatial and 5 reduction bits."""
+    context, cands = sampled(matmul(32), target, 4)
+    traces = database_traces(tmp_path, context, cands, target)
+    assert len(traces) == len(cands)
+    features = [decision_features(t) for t in traces]
+    for f in features:
+        assert sum(f[DECISION_COL[f"log_spatial_tile_l{i}"]] for i in range(4)) == pytest.approx(10)
+        assert sum(f[DECISION_COL[f"log_reduce_tile_l{i}"]] for i in range(4)) == pytest.approx(5)
+        assert f[DECISION_COL["tiled_blocks"]] == 1
+        if target is LLVM:  # the CPU rules sample the unroll depth among 0, 16, 64, 512
+            assert round(2 ** f[DECISION_COL["log_unroll"]]) - 1 in (0, 16, 64, 512)
+    assert len({f.tobytes() for f in features}) > 1  # the candidates' decisions differ

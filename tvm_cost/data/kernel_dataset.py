@@ -26,6 +26,7 @@ import numpy as np
 from tvm_cost.collect.records import load_records
 from tvm_cost.data.splits import Split, group_split
 from tvm_cost.features.program_schema import PROGRAM_SCHEMA
+from tvm_cost.features.trace_decisions import decision_features
 
 log = logging.getLogger(__name__)
 
@@ -186,8 +187,10 @@ class KernelDataset(Sequence[Any]):
 
     Each item is a PyG `Data` with `x`, `edge_index`, `edge_attr`, `u` (see `PROGRAM_SCHEMA`), ``y`` = [[latency
     in ms]] (natural units, as `tvm_cost.train.TaskLoss` expects; models predict its log), ``group`` = [task
-    index] (int64, for ranking losses and group batching), and plain attributes ``task`` (workload shash),
-    ``record`` (the record's position among its task's measured records), ``latency_ms`` and ``log_latency_ms``.
+    index] (int64, for ranking losses and group batching), ``decisions`` = [1, 26] (the sampling decisions of its
+    trace, `tvm_cost.features.trace_decisions`; read from the raw record at load, not cached), and plain
+    attributes ``task`` (workload shash), ``record`` (the record's position among its task's measured records),
+    ``latency_ms`` and ``log_latency_ms``.
 
     Args:
         root: The folder with ``*tuning_record.json[.gz]`` and their ``*workload.json[.gz]``.
@@ -214,10 +217,13 @@ class KernelDataset(Sequence[Any]):
         self._items: list[Any] = []
         for gid, shash in enumerate(self.tasks):
             arrays = self._task_arrays(raw[shash], spec, batch_size=batch_size, rebuild=rebuild)
+            traces = raw[shash].records
             for graph, lat, record in zip(unpack_graphs(arrays), arrays["latency_ms"], arrays["record"], strict=True):
+                decisions = torch.from_numpy(decision_features(traces[int(record)][0])[None])
                 self._items.append(to_data(graph, y=torch.tensor([[lat]], dtype=torch.float32),
-                                           group=torch.tensor([gid]), task=shash, record=int(record),
-                                           latency_ms=float(lat), log_latency_ms=float(np.log(lat))))
+                                           group=torch.tensor([gid]), decisions=decisions, task=shash,
+                                           record=int(record), latency_ms=float(lat),
+                                           log_latency_ms=float(np.log(lat))))
             if on_progress is not None:
                 on_progress(gid + 1, len(self.tasks))
 

@@ -200,7 +200,9 @@ def train_gnn(items: Sequence[Any], *, model_config: Any, train_config: Any, kin
 def compare_on_held_out(items: Sequence[Any], train_idx: np.ndarray, test_idx: np.ndarray, *, seeds: Sequence[int],
                         model_config: Any, train_config: Any,
                         on_epoch: Callable[[int, dict[str, float]], None] | None = None) -> dict[str, Any]:
-    """GNN (one per seed) vs `XGBModel` vs their rank ensemble vs random on the test items, all in this one call.
+    """GNN (one per seed) vs `XGBModel` vs their rank ensemble vs random on the test items, all in this one call;
+    also the decision-aware tree ranker (`tvm_cost.tuning.ranker`, trained once on 3 seeds) and its rank ensemble
+    with the GNN ("gnn+ranker").
 
     With two or more seeds, the GNNs of all seeds also score together as a deep ensemble (the mean of their
     predicted log-latencies, as `EnsembleModel` combines its members): one more model, at the cost of one
@@ -211,6 +213,8 @@ def compare_on_held_out(items: Sequence[Any], train_idx: np.ndarray, test_idx: n
         (None for one seed), "predictions": {"measured_ms", "gnn_ms" (first seed)}}``; the GNN's metrics add
         `regression_metrics` of its regression head.
     """
+    from tvm_cost.tuning.ranker import ranker_scores
+
     train_items = [items[int(i)] for i in train_idx]
     test_items = [items[int(i)] for i in test_idx]
     latency = np.array([d.latency_ms for d in test_items])
@@ -218,6 +222,8 @@ def compare_on_held_out(items: Sequence[Any], train_idx: np.ndarray, test_idx: n
     group = np.array([int(d.group) for d in test_items])
     xgb_scores = xgbmodel_scores(train_items, test_items)  # deterministic: one fit serves all seeds
     xgb = ranking_metrics(latency, xgb_scores, group)
+    ranked = ranker_scores(train_items, test_items)
+    ranker = ranking_metrics(latency, ranked, group)
     per_seed: dict[int, dict[str, dict[str, float]]] = {}
     preds: list[np.ndarray] = []
     for seed in seeds:
@@ -230,7 +236,9 @@ def compare_on_held_out(items: Sequence[Any], train_idx: np.ndarray, test_idx: n
         per_seed[seed] = {"random": ranking_metrics(latency, rand, group), "xgb": xgb,
                           "gnn": {**ranking_metrics(latency, -pred, group),
                                   **regression_metrics(latency, np.exp(pred), train_latency)},
-                          "ensemble": ranking_metrics(latency, ensemble_scores(-pred, xgb_scores, group), group)}
+                          "ensemble": ranking_metrics(latency, ensemble_scores(-pred, xgb_scores, group), group),
+                          "ranker": ranker,
+                          "gnn+ranker": ranking_metrics(latency, ensemble_scores(-pred, ranked, group), group)}
     deep = np.mean(preds, axis=0) if len(preds) > 1 else None
     return {**_over_seeds(per_seed),
             "deep_ensemble": None if deep is None else {**ranking_metrics(latency, -deep, group),

@@ -1,0 +1,82 @@
+"""The sampling decisions of a MetaSchedule trace as fixed-size features of its candidate.
+
+PerStoreFeature describes the loops a schedule produced; the trace says how they were chosen: the factors of
+every tiled loop per level, the sampled unroll depth, where producers were computed. A tree ranker gains about 4
+points of pairwise accuracy on held-out families from these 26 numbers (`scripts/trace_decision_study.py`,
+docs/kernel_model.md), so `tvm_cost.tuning.ranker` uses them beside the PerStoreFeature rows.
+
+Read from the trace as a tuning database stores it (``[[[kind, inputs, attrs, outputs], ...], [[index,
+decision], ...]]``); only instructions before ``EnterPostproc`` count, postprocessing follows from them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+LEVELS = 4  # tile levels kept, innermost first; outer levels beyond add to the last
+DECISION_COLUMNS = (
+    *(f"log_spatial_tile_l{i}" for i in range(LEVELS)),  # log2 product of the spatial factors at level i
+    *(f"log_reduce_tile_l{i}" for i in range(LEVELS)),
+    *(f"spatial_share_l{i}" for i in range(LEVELS)),  # level i's share of all spatial log-factors
+    *(f"reduce_share_l{i}" for i in range(LEVELS)),
+    "log_unroll",             # log2(1 + the sampled unroll depth)
+    "log_other_categorical",  # log2(1 + value) over other categorical samples (thread extents, vector lanes)
+    "compute_at_loop", "compute_inline", "compute_root",  # SampleComputeLocation outcomes
+    "tiles_sampled",          # SamplePerfectTile decisions
+    "log_last_spatial_inner",  # log2 innermost factor of the last spatial tiled loop (the vectorizable extent)
+    "log_last_reduce_inner",
+    "cache_stages",           # CacheRead / CacheWrite / ReverseComputeAt instructions
+    "tiled_blocks",           # blocks with a multi-level tiling structure
+)
+_STRUCTURE = "meta_schedule.tiling_structure"
+
+
+def decision_features(trace_json: Any) -> np.ndarray:
+    """`DECISION_COLUMNS` of one trace (database JSON).
+
+    A tile is spatial when its factor count is the number of S levels of its block's tiling structure
+    (``SSRSRS`` on CPUs, ``SSSRRSRS`` on GPUs), reduction otherwise; a categorical sample is the unroll depth when
+    an unroll annotation follows it.
+
+    Shapes:
+        returns: [len(DECISION_COLUMNS)] float32.
+    """
+    insts, decision_list = trace_json
+    decisions = {int(i): d for i, d in decision_list}
+    spatial, reduce = np.zeros(LEVELS), np.zeros(LEVELS)
+    unroll = other = last_spatial = last_reduce = 0.0
+    at = inline = root = tiles = caches = tiled = 0
+    structure = ""
+    for i, (kind, inputs, attrs, _outputs) in enumerate(insts):
+        if kind == "EnterPostproc":
+            break
+        if kind == "Annotate" and attrs[0] == _STRUCTURE:
+            structure, tiled = str(inputs[1]).strip('"'), tiled + 1
+        elif kind == "SamplePerfectTile":
+            factors = [max(int(f), 1) for f in decisions[i]]
+            is_spatial = len(factors) == (structure.count("S") or 4)
+            levels = spatial if is_spatial else reduce
+            for level, factor in enumerate(reversed(factors)):
+                levels[min(level, LEVELS - 1)] += math.log2(factor)
+            if is_spatial:
+                last_spatial = math.log2(factors[-1])
+            else:
+                last_reduce = math.log2(factors[-1])
+            tiles += 1
+        elif kind == "SampleCategorical":
+            value = math.log2(1 + max(int(attrs[0][int(decisions[i])]), 0))
+            follower = insts[i + 1] if i + 1 < len(insts) else None
+            if follower is not None and follower[0] == "Annotate" and "unroll" in str(follower[2][0]):
+                unroll += value
+            else:
+                other += value
+        elif kind == "SampleComputeLocation":
+            loc = int(decisions[i])
+            at, inline, root = at + (loc >= 0), inline + (loc == -2), root + (loc == -1)
+        elif kind in ("CacheRead", "CacheWrite", "ReverseComputeAt"):
+            caches += 1
+    return np.asarray([*spatial, *reduce, *(spatial / max(spatial.sum(), 1.0)), *(reduce / max(reduce.sum(), 1.0)),
+                       unroll, other, at, inline, root, tiles, last_spatial, last_reduce, caches, tiled], np.float32)
