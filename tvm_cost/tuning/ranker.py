@@ -2,7 +2,7 @@
 
 XGBoost ``rank:pairwise`` within tasks on the rows summed and maxed over the candidate's stores, the task's
 globals, and `trace_decisions.decision_features`. TVM's `XGBModel` sees only the rows (and regresses a
-normalized throughput); with the decisions this ranker is 4-6 points of pairwise accuracy and 13-17 of peak@1
+normalized throughput); with the decisions this ranker is 4-6 points of pairwise accuracy and 14-17 of peak@1
 ahead of it on held-out families, and its rank mean with the GNN ranks best of all (docs/kernel_model.md).
 """
 
