@@ -1,8 +1,9 @@
-"""Offline kernel cost models from measured tuning logs: pretrain the GNN, and compare it with TVM's `XGBModel`
-and random scores on the tasks of model families held out of training.
+"""Offline kernel cost models from measured tuning logs: pretrain the GNN, and compare it with TVM's `XGBModel`,
+the decision-aware tree ranker (`tvm_cost.tuning.ranker`) and random scores on the tasks of model families held
+out of training.
 
 The split is by model family (``tasks.json`` of a `tvm_cost.collect` folder names the models of each task): test
-tasks are those that only held-out families contain; a task that a training family also contains trains. Both
+tasks are those that only held-out families contain; a task that a training family also contains trains. All
 learned models see the same training records. `XGBModel` is TVM's own class, fed through its own training step
 (`seed_xgb`: per-store feature rows, label = best latency of the task / latency, the pack-sum objective, its early
 stopping); only its `predict` is skipped for its inner `_predict`, which needs no tune context.
