@@ -26,19 +26,6 @@ from typing import Any
 import numpy as np
 
 
-def rank_scores(features: np.ndarray, latency: np.ndarray, group: np.ndarray, fit: np.ndarray, score: np.ndarray,
-                seed: int) -> np.ndarray:
-    """`tvm_cost.tuning.ranker`'s booster, trained on the `fit` rows of any feature matrix, scores the `score` rows."""
-    import xgboost as xgb
-
-    from tvm_cost.tuning.ranker import BOOSTER_PARAMS, ROUNDS, relevance
-
-    fit = fit[np.argsort(group[fit], kind="stable")]
-    train = xgb.DMatrix(features[fit], label=relevance(latency[fit], group[fit]))
-    train.set_group(np.unique(group[fit], return_counts=True)[1])
-    return xgb.train({**BOOSTER_PARAMS, "seed": seed}, train, ROUNDS).predict(xgb.DMatrix(features[score]))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True)
@@ -51,7 +38,7 @@ def main() -> None:
     from tvm_cost.features.trace_decisions import DECISION_COLUMNS
     from tvm_cost.tuning.offline import RANKING_METRICS, family_split, load_kernel_dataset, ranking_metrics, \
         task_families
-    from tvm_cost.tuning.ranker import ranker_features
+    from tvm_cost.tuning.ranker import booster_scores, ranker_features
 
     ds = load_kernel_dataset(args.data)
     features = ranker_features(list(ds))  # rows summed, rows maxed, task globals, decisions
@@ -74,9 +61,9 @@ def main() -> None:
                               "nonzero_share": dict(zip(DECISION_COLUMNS, (decisions != 0).mean(0).round(3).tolist(),
                                                         strict=True))}
     for setting, (fit, score) in settings.items():
-        for name, features in feature_sets.items():
-            runs = [ranking_metrics(latency[score], rank_scores(features, latency, group, fit, score, seed),
-                                    group[score]) for seed in seeds]
+        for name, matrix in feature_sets.items():
+            runs = [ranking_metrics(latency[score], booster_scores(matrix[fit], latency[fit], group[fit], matrix[score],
+                                                                   seeds=[seed]), group[score]) for seed in seeds]
             report[f"{setting}/{name}"] = {m: float(np.mean([r[m] for r in runs])) for m in RANKING_METRICS}
             print(f"{setting:28s} {name:15s}", " ".join(f"{m} {report[f'{setting}/{name}'][m]:.3f}"
                                                         for m in RANKING_METRICS), flush=True)

@@ -43,6 +43,20 @@ def relevance(latency: np.ndarray, group: np.ndarray) -> np.ndarray:
     return out
 
 
+def booster_scores(fit_features: np.ndarray, fit_latency: np.ndarray, fit_group: np.ndarray,
+                   score_features: np.ndarray, *, seeds: Sequence[int]) -> np.ndarray:
+    """Scores (higher is faster) of the `score_features` rows by boosters trained on the fit rows (ranked within
+    `fit_group`), averaged over `seeds`."""
+    import xgboost as xgb
+
+    order = np.argsort(fit_group, kind="stable")  # XGBoost wants each group's rows contiguous
+    train = xgb.DMatrix(fit_features[order], label=relevance(fit_latency[order], fit_group[order]))
+    train.set_group(np.unique(fit_group[order], return_counts=True)[1])
+    test = xgb.DMatrix(score_features)
+    return np.mean([xgb.train({**BOOSTER_PARAMS, "seed": seed}, train, ROUNDS).predict(test) for seed in seeds],
+                   axis=0)
+
+
 def ranker_scores(train_items: Sequence[Any], test_items: Sequence[Any], *, seeds: Sequence[int] = (0, 1, 2)
                   ) -> np.ndarray:
     """Scores (higher is faster) of `test_items` by rankers trained on `train_items`, averaged over `seeds`.
@@ -50,13 +64,5 @@ def ranker_scores(train_items: Sequence[Any], test_items: Sequence[Any], *, seed
     Items need ``x``, ``u``, ``decisions``, ``group`` (tasks as ranking groups) and ``latency_ms``, as
     `KernelDataset` gives them.
     """
-    import xgboost as xgb
-
-    group = np.array([int(d.group) for d in train_items])
-    order = np.argsort(group, kind="stable")  # XGBoost wants each group's rows contiguous
-    train = xgb.DMatrix(ranker_features([train_items[int(i)] for i in order]),
-                        label=relevance(np.array([d.latency_ms for d in train_items])[order], group[order]))
-    train.set_group(np.unique(group[order], return_counts=True)[1])
-    test = xgb.DMatrix(ranker_features(test_items))
-    return np.mean([xgb.train({**BOOSTER_PARAMS, "seed": seed}, train, ROUNDS).predict(test) for seed in seeds],
-                   axis=0)
+    return booster_scores(ranker_features(train_items), np.array([d.latency_ms for d in train_items]),
+                          np.array([int(d.group) for d in train_items]), ranker_features(test_items), seeds=seeds)
