@@ -13,6 +13,7 @@ from tvm_cost.targets import PRESETS, HardwareSpec, ResolvedTarget, resolve_targ
 _LAZY = {  # these import tvm (seconds): resolved on first use
     "GNNCostModel": "tvm_cost.tuning",
     "EnsembleCostModel": "tvm_cost.tuning",
+    "RankerCostModel": "tvm_cost.tuning",
     "make_cost_model": "tvm_cost.tuning",
     "tune_tir": "tvm_cost.tuning",
     "tune_model": "tvm_cost.tuning",
@@ -34,6 +35,7 @@ __all__ = [
     "Estimate",
     "GNNCostModel",
     "PRESETS",
+    "RankerCostModel",
     "SCHEMA",
     "FeatureSchema",
     "HardwareSpec",

@@ -202,7 +202,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("tune", help="tune a model's kernels with MetaSchedule, guided by a cost model")
     _add_model_args(p)
-    p.add_argument("--cost-model", default="ensemble", choices=("gnn", "xgb", "ensemble", "random"))
+    p.add_argument("--cost-model", default="ensemble",
+                   choices=("gnn", "xgb", "ensemble", "ranker", "gnn+ranker", "random"),
+                   help="what guides the search (tvm_cost.tuning.make_cost_model; default: the GNN augmenting "
+                        "TVM's XGBModel)")
     p.add_argument("--trials", type=int, default=256, help="total measured trials")
     p.add_argument("--trials-per-task", type=int, help="cap per task")
     p.add_argument("--work-dir", default="tune_work", help="MetaSchedule work dir (database and logs)")

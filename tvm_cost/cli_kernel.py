@@ -18,7 +18,11 @@ def register(sub: Any) -> None:
     """Add the ``train`` and ``eval`` sub-commands to the `tvm-cost` sub-parsers `sub`."""
     p = sub.add_parser("train", help="train the GNN kernel cost model on a tuning-log folder (torchrun: DDP)")
     p.add_argument("data", help="folder with database_tuning_record.json[.gz] (e.g. a copy of tuning_logs/llvm-1core)")
-    p.add_argument("--out", required=True, help="checkpoint path (writes OUT.safetensors and OUT.json)")
+    p.add_argument("--out", required=True, help="checkpoint path (writes OUT.safetensors and OUT.json; with "
+                                                "--ranker OUT.ubj and OUT.json)")
+    p.add_argument("--ranker", action="store_true",
+                   help="train the tree ranker over PerStoreFeature rows and trace decisions (RankerCostModel, "
+                        "XGBoost rank:pairwise; one process) instead of the GNN; the GNN's options are ignored")
     p.add_argument("--seed", type=int, default=0, help="seed of the initial weights, shuffling and dropout")
     p.add_argument("--exclude-families", default="", metavar="F1,F2",
                    help="leave out the tasks only these model families contain (tasks.json), e.g. to bench the "
@@ -153,6 +157,9 @@ def _train(args: argparse.Namespace) -> None:
     from tvm_cost.train import pairwise_accuracy, save_checkpoint
     from tvm_cost.tuning.offline import data_target, predict_log_ms, train_gnn, with_rank_only
 
+    if args.ranker:
+        _train_ranker(args)
+        return
     torch.set_num_threads(1)
     model_config, train_config = _configs(args, args.seed)
     with _distributed() as (distributed, rank):
@@ -195,6 +202,44 @@ def _train(args: argparse.Namespace) -> None:
         f"{len(history.records)} epochs "
         f"in {train_s:.0f} s, final train loss {history.records[-1]['train_loss']:.4f}, pairwise accuracy on the "
         f"training data {fit_acc:.3f}; checkpoint {weights} ({weights.stat().st_size / 1e6:.2f} MB) + .json")
+
+
+def _train_ranker(args: argparse.Namespace) -> None:
+    """``tvm-cost train --ranker``: one booster over DATA and the ``--rank-data`` folders, each task a group."""
+    import numpy as np
+
+    from tvm_cost.errors import TvmCostError
+    from tvm_cost.train import pairwise_accuracy
+    from tvm_cost.tuning.offline import data_target
+    from tvm_cost.tuning.ranker import ranker_features, save_ranker, train_booster
+
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise TvmCostError("--ranker trains in one process (XGBoost uses the cores itself); run it without torchrun")
+    excluded = [f for f in args.exclude_families.split(",") if f]
+    with _progress() as progress:
+        sets = [(args.data, _kept(_dataset(args, progress), args.data, excluded))]
+        sets += [(path, _kept(ds, path, excluded)) for path, ds in _rank_datasets(args, progress)]
+        progress.add_task("train the ranker (XGBoost rank:pairwise)", total=None)
+        t0 = time.perf_counter()
+        items = [d for _, kept in sets for d in kept]
+        latency = np.array([d.latency_ms for d in items])
+        group = np.array([i * 1_000_000 + int(d.group) for i, (_, kept) in enumerate(sets) for d in kept])
+        features = ranker_features(items)
+        booster = train_booster(features, latency, group, seed=args.seed)
+        train_s = time.perf_counter() - t0
+    import xgboost as xgb
+
+    fit_acc = pairwise_accuracy(latency, booster.predict(xgb.DMatrix(features)), group.tolist())
+    target = _target(args) or data_target(args.data)
+    weights = save_ranker(args.out, booster, extra={
+        "target": target, "excluded_families": excluded, "seed": args.seed,
+        "data": [{"data": str(path), "records": len(kept), "tasks": len({int(d.group) for d in kept}),
+                  "measured_on": _measured_on(path, target)} for path, kept in sets]})
+    _console().print(
+        f"ranker trained on {len(items)} candidates of {len(set(group.tolist()))} tasks "
+        f"({', '.join(f'{len(kept)} of {path}' for path, kept in sets)}"
+        f"{', without ' + ','.join(excluded) if excluded else ''}) in {train_s:.0f} s, pairwise accuracy on the "
+        f"training data {fit_acc:.3f}; {weights} ({weights.stat().st_size / 1e6:.2f} MB) + .json")
 
 
 def _measured_on(data: str, target: Any) -> str | None:

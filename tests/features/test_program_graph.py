@@ -17,7 +17,7 @@ from tvm_cost.features.program_graph import candidate_stores, program_graph, pro
     workload_globals
 from tvm_cost.features.program_schema import EDGE_TYPES, NODE_OWN, PROGRAM_SCHEMA, PSF_COLUMNS
 from tvm_cost.features.program_walk import lower_for_features, store_nodes
-from tvm_cost.features.trace_decisions import DECISION_COLUMNS, decision_features
+from tvm_cost.features.trace_decisions import DECISION_COLUMNS, decision_features, trace_json
 
 LLVM = tvm.target.Target({"kind": "llvm", "num-cores": 2})
 CUDA = tvm.target.Target("nvidia/nvidia-h100")
@@ -389,3 +389,5 @@ def test_decisions_of_sampled_candidates_tile_the_loops_exactly(target, tmp_path
         if target is LLVM:  # the CPU rules sample the unroll depth among 0, 16, 64, 512
             assert round(2 ** f[DECISION_COL["log_unroll"]]) - 1 in (0, 16, 64, 512)
     assert len({f.tobytes() for f in features}) > 1  # the candidates' decisions differ
+    for cand, f in zip(cands, features, strict=True):  # a tune reads the in-memory trace: the same numbers
+        np.testing.assert_array_equal(decision_features(trace_json(cand.sch.trace)), f)

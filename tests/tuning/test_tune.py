@@ -11,8 +11,8 @@ import pytest
 from conftest import matmul_relu
 from tvm.s_tir import meta_schedule as ms
 
-from tvm_cost.tuning import COST_MODEL_KINDS, EnsembleCostModel, GNNCostModel, make_cost_model, \
-    tune_tir
+from tvm_cost.tuning import COST_MODEL_KINDS, EnsembleCostModel, GNNCostModel, RankerCostModel, \
+    make_cost_model, tune_tir
 from tvm_cost.tuning.xgb import is_xgb
 
 HERE = Path(__file__).parent
@@ -22,15 +22,18 @@ def test_make_cost_model_kinds(tmp_path, monkeypatch):
     from tvm_cost.tuning import checkpoints
 
     monkeypatch.setattr(checkpoints, "CHECKPOINT_DIR", tmp_path)  # nothing shipped: untrained GNN
-    assert COST_MODEL_KINDS == ("gnn", "xgb", "ensemble", "random")
+    assert COST_MODEL_KINDS == ("gnn", "xgb", "ensemble", "ranker", "gnn+ranker", "random")
     assert isinstance(make_cost_model("gnn", target="llvm"), GNNCostModel)
     assert is_xgb(make_cost_model("xgb"))
     assert isinstance(make_cost_model("ensemble", target="llvm"), EnsembleCostModel)
+    assert isinstance(make_cost_model("ranker", target="llvm"), RankerCostModel)
+    both = make_cost_model("gnn+ranker", target="llvm")
+    assert isinstance(both, EnsembleCostModel) and isinstance(both.xgb, RankerCostModel)
     assert isinstance(make_cost_model("random", seed=1), ms.cost_model.RandomModel)
     mine = GNNCostModel(checkpoint=None)
     assert make_cost_model(mine) is mine
     for bad in ("mlp", "GNN", 3, None):
-        with pytest.raises(ValueError, match="choices: gnn, xgb, ensemble, random"):
+        with pytest.raises(ValueError, match="choices: gnn, xgb, ensemble, ranker, gnn\\+ranker, random"):
             make_cost_model(bad)  # type: ignore[arg-type]
 
 

@@ -1,4 +1,4 @@
-"""The MetaSchedule adapter: GNN cost model, GNN + XGB ensemble, and tuning entry points.
+"""The MetaSchedule adapter: GNN cost model, tree ranker, their ensembles, and tuning entry points.
 
     from tvm_cost.tuning import GNNCostModel, tune_tir
     db = tune_tir(func, target="llvm", cost_model="gnn", max_trials=64, work_dir="work")
@@ -10,6 +10,7 @@ from tvm_cost.tuning.checkpoints import CHECKPOINT_DIR, shipped_checkpoint, targ
 from tvm_cost.tuning.config import GNNCostModelConfig
 from tvm_cost.tuning.cost_model import GNNCostModel
 from tvm_cost.tuning.ensemble import EnsembleCostModel, percentile_ranks
+from tvm_cost.tuning.ranker_model import RankerCostModel
 from tvm_cost.tuning.replay import measured_latency_ms
 from tvm_cost.tuning.scoring import scores_from_log_latency
 from tvm_cost.tuning.tune import COST_MODEL_KINDS, CostModelKind, make_cost_model, tune_model, tune_tir
@@ -22,6 +23,7 @@ __all__ = [
     "EnsembleCostModel",
     "GNNCostModel",
     "GNNCostModelConfig",
+    "RankerCostModel",
     "make_cost_model",
     "make_xgb",
     "measured_latency_ms",

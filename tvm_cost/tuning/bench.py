@@ -27,7 +27,7 @@ from tvm_cost.errors import TvmCostError
 
 BENCH_KINDS: tuple[str, ...] = ("xgb", "xgb-warm16", "gnn", "ensemble", "ensemble-warm16", "ensemble-xgb2",
                                 "gnn-adapt", "ensemble-adapt", "gnn-explore", "ensemble-acc", "gnn-top",
-                                "ensemble-handoff", "random")
+                                "ensemble-handoff", "ranker", "gnn+ranker", "random")
 ADAPT: dict[str, Any] = {"update_steps": 32, "lr": 1e-3}
 """Online fine-tuning of the "-adapt" kinds: 4x the steps at 2x the learning rate of `GNNCostModelConfig`'s
 defaults, to test whether a GNN that stalls after its first candidates learns the task faster."""
@@ -70,7 +70,8 @@ class BenchRun:
         return np.minimum.accumulate(ms_) if len(ms_) else ms_
 
 
-def cost_model_for(kind: str, *, target: Any, seed: int, checkpoint: str | Path | None = "auto") -> Any:
+def cost_model_for(kind: str, *, target: Any, seed: int, checkpoint: str | Path | None = "auto",
+                   ranker: str | Path | None = "auto") -> Any:
     """The cost model of a bench kind: "xgb-warm16" is TVM's XGBModel trusting its fit after 16 samples, not 100;
     "ensemble" is the ensemble with TVM's XGBModel as shipped (100 samples), "ensemble-warm16" the one
     ``tvm-cost tune --cost-model ensemble`` uses (XGBModel weighted in from 16 samples), "ensemble-xgb2" that one
@@ -79,7 +80,8 @@ def cost_model_for(kind: str, *, target: Any, seed: int, checkpoint: str | Path 
     "gnn-explore" is "gnn" (its search differs, `EPS_GREEDY`); "ensemble-acc" is "ensemble-warm16" weighting
     each member by how well it ranked the last rounds (`EnsembleCostModel`'s ``weighting="accuracy"``); "gnn-top"
     is "gnn" fine-tuned with `TOP`; "ensemble-handoff" is "ensemble-warm16" handing off from the GNN to XGBModel
-    between 32 and 96 measurements (``weighting="handoff"``)."""
+    between 32 and 96 measurements (``weighting="handoff"``); "ranker" and "gnn+ranker" are `make_cost_model`'s,
+    with the booster `ranker`."""
     from tvm_cost.tuning.config import GNNCostModelConfig
     from tvm_cost.tuning.cost_model import GNNCostModel
     from tvm_cost.tuning.ensemble import XGB_WARMUP, EnsembleCostModel
@@ -103,7 +105,8 @@ def cost_model_for(kind: str, *, target: Any, seed: int, checkpoint: str | Path 
     if kind not in BENCH_KINDS:
         raise ValueError(f"unknown bench cost model {kind!r}; choose from {', '.join(BENCH_KINDS)}")
     shipped = {"ensemble-warm16": "ensemble", "gnn-explore": "gnn"}.get(kind, kind)
-    return make_cost_model(shipped, target=target, seed=seed, checkpoint=checkpoint)  # type: ignore[arg-type]
+    return make_cost_model(shipped, target=target, seed=seed, checkpoint=checkpoint,  # type: ignore[arg-type]
+                           ranker=ranker)
 
 
 def search_eps_greedy(kind: str) -> float:
@@ -135,13 +138,14 @@ def _trial_log() -> Any:
 def run_one(task: BenchTask, kind: str, *, seed: int, target: Any, max_trials: int, trials_per_iter: int = 16,
             builder: Any = None, runner: Any = None, population_size: int = 128,
             measure_callbacks: Sequence[Any] | None = None, checkpoint: str | Path | None = "auto",
-            records_dir: str | Path | None = None) -> BenchRun:
+            ranker: str | Path | None = "auto", records_dir: str | Path | None = None) -> BenchRun:
     """Tune `task` with cost model `kind` for `max_trials` measured candidates.
 
     The search is MetaSchedule's evolutionary search with a population of `population_size` (the collection
     setting; MetaSchedule's 512 spends most of a small budget predicting) and the same settings for every kind.
     `measure_callbacks` replace MetaSchedule's default ones (the trial log is always added). `checkpoint` is the
-    GNN's weights for the "gnn" and "ensemble" kinds (default: the one shipped for the target). With
+    GNN's weights for the "gnn" and "ensemble" kinds (default: the one shipped for the target), `ranker` the
+    booster of the "ranker" kinds. With
     `records_dir`, the tune's MetaSchedule database (every measured schedule, in order) is kept in its subfolder
     `record_folder` (a stale one from an interrupted run is replaced), for `tvm-cost bench remeasure`.
     """
@@ -165,7 +169,8 @@ def run_one(task: BenchTask, kind: str, *, seed: int, target: Any, max_trials: i
             work_dir = str(Path(records_dir) / record_folder(task.shash, kind, seed))
             shutil.rmtree(work_dir, ignore_errors=True)
         tune_tir(task.mod, target=tvm_target,
-                 cost_model=cost_model_for(kind, target=tvm_target, seed=seed, checkpoint=checkpoint),
+                 cost_model=cost_model_for(kind, target=tvm_target, seed=seed, checkpoint=checkpoint,
+                                           ranker=ranker),
                  max_trials=max_trials, work_dir=work_dir, builder=builder, runner=runner, seed=seed,
                  num_trials_per_iter=trials_per_iter, strategy=strategy, measure_callbacks=callbacks)
     return BenchRun(task.shash, task.name, kind, seed, max_trials, list(log.trials)[:max_trials],

@@ -77,7 +77,8 @@ class EnsembleCostModel(PyCostModel):
         xgb: An `XGBModel` (or any cost model); None: ``make_xgb(num_warmup_samples=XGB_WARMUP)``.
         gnn_weight, xgb_weight: Full weights of the two members.
         xgb_warmup: Measurements before the XGB member counts; None: its `num_warmup_samples` (16 for the default
-            member; `XGBModel` must also have a booster). For other cost models, the valid results seen.
+            member; `XGBModel` must also have a booster). For other cost models, the valid results seen; 0: full
+            weight from the first call (a pretrained member such as `RankerCostModel`).
         weighting: "schedule" (XGB's weight ramps in with its data), "accuracy" (each member's weight follows how
             well it ranked the last `window` measured rounds) or "handoff" (the GNN hands the lead to XGB between
             `handoff` measurements of a task); see the module docstring.
@@ -124,8 +125,9 @@ class EnsembleCostModel(PyCostModel):
             n = self.num_measured if context is None else self.task_measured.get(task_key(context), 0)
             t = min(1.0, max(0.0, (n - start) / (end - start)))
             return self.gnn_weight * (1.0 - t), self.xgb_weight * t
-        n = self.xgb_samples()
-        return self.gnn_weight, self.xgb_weight * min(1.0, n / (2.0 * max(self.xgb_warmup, 1)))
+        if self.xgb_warmup == 0:  # a pretrained member (`RankerCostModel`): full weight from the start
+            return self.gnn_weight, self.xgb_weight
+        return self.gnn_weight, self.xgb_weight * min(1.0, self.xgb_samples() / (2.0 * self.xgb_warmup))
 
     def _xgb_cold(self) -> bool:
         return self.xgb_samples() < self.xgb_warmup or (is_xgb(self.xgb) and not xgb_is_warm(self.xgb))

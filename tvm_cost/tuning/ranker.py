@@ -4,16 +4,30 @@ XGBoost ``rank:pairwise`` within tasks on the rows summed and maxed over the can
 globals, and `trace_decisions.decision_features`. TVM's `XGBModel` sees only the rows (and regresses a
 normalized throughput); with the decisions this ranker is 4-6 points of pairwise accuracy and 14-17 of peak@1
 ahead of it on held-out families, and its rank mean with the GNN ranks best of all (docs/kernel_model.md).
+
+A trained booster is saved as ``OUT.ubj`` (XGBoost's own binary format: loading it runs no code) beside
+``OUT.json``, whose ``layout`` hash names the feature layout (`PROGRAM_SCHEMA` and `DECISION_COLUMNS`); a booster
+of another layout, or a truncated one, is refused with one line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from tvm_cost.errors import TvmCostError
+from tvm_cost.features.program_schema import PROGRAM_SCHEMA
 from tvm_cost.features.schema import NUM_STORE_FEATURES
+from tvm_cost.features.trace_decisions import DECISION_COLUMNS
+
+CHECKPOINT_FORMAT = "tvm-cost-ranker"
+LAYOUT = hashlib.sha256(f"{PROGRAM_SCHEMA.hash}|{','.join(DECISION_COLUMNS)}".encode()).hexdigest()[:16]
+"""Hash of the `feature_row` layout: the program schema (rows and globals) and the decision columns."""
 
 RELEVANCE_LEVELS = 30  # relevance of a candidate: floor(levels x its task's best latency / its latency)
 BOOSTER_PARAMS = {"objective": "rank:pairwise", "eta": 0.1, "max_depth": 6, "min_child_weight": 2,
@@ -21,17 +35,24 @@ BOOSTER_PARAMS = {"objective": "rank:pairwise", "eta": 0.1, "max_depth": 6, "min
 ROUNDS = 300
 
 
+def feature_row(x: np.ndarray, u: np.ndarray, decisions: np.ndarray) -> np.ndarray:
+    """One candidate's features: its node rows' PerStoreFeature columns summed and maxed over stores, its globals
+    `u`, its trace's decisions.
+
+    Shapes:
+        x: [stores, >= 164]; u: [1, G] or [G]; decisions: [1, 26] or [26] -> [2 * 164 + G + 26] float32.
+    """
+    x = np.asarray(x)[:, :NUM_STORE_FEATURES]
+    return np.concatenate([x.sum(0), x.max(0), np.ravel(u), np.ravel(decisions)]).astype(np.float32)
+
+
 def ranker_features(items: Sequence[Any]) -> np.ndarray:
-    """Per item: its rows summed and maxed over stores, its globals `u`, its ``decisions``.
+    """`feature_row` of each item (``x``, ``u`` and ``decisions`` tensors, as `KernelDataset` gives them).
 
     Shapes:
         returns: [len(items), 2 * 164 + len(u) + len(DECISION_COLUMNS)] float32.
     """
-    rows = []
-    for d in items:
-        x = d.x[:, :NUM_STORE_FEATURES].numpy()
-        rows.append(np.concatenate([x.sum(0), x.max(0), d.u[0].numpy(), d.decisions[0].numpy()]))
-    return np.stack(rows).astype(np.float32)
+    return np.stack([feature_row(d.x.numpy(), d.u.numpy(), d.decisions.numpy()) for d in items])
 
 
 def relevance(latency: np.ndarray, group: np.ndarray) -> np.ndarray:
@@ -43,17 +64,31 @@ def relevance(latency: np.ndarray, group: np.ndarray) -> np.ndarray:
     return out
 
 
+def train_booster(features: np.ndarray, latency: np.ndarray, group: np.ndarray, *, seed: int = 0,
+                  rounds: int = ROUNDS, base: Any = None, nthread: int | None = None) -> Any:
+    """An XGBoost booster ranking the rows within each `group` by `latency` (faster higher).
+
+    Args:
+        base: A booster to continue from (its trees kept, `rounds` added; `base` itself is not changed).
+        nthread: XGBoost threads; None: its default (OpenMP's, which honours ``OMP_NUM_THREADS``).
+    """
+    import xgboost as xgb
+
+    order = np.argsort(group, kind="stable")  # XGBoost wants each group's rows contiguous
+    train = xgb.DMatrix(features[order], label=relevance(latency[order], group[order]))
+    train.set_group(np.unique(group[order], return_counts=True)[1])
+    params = {**BOOSTER_PARAMS, "seed": seed, **({"nthread": nthread} if nthread else {})}
+    return xgb.train(params, train, rounds, xgb_model=base)
+
+
 def booster_scores(fit_features: np.ndarray, fit_latency: np.ndarray, fit_group: np.ndarray,
                    score_features: np.ndarray, *, seeds: Sequence[int]) -> np.ndarray:
     """Scores (higher is faster) of the `score_features` rows by boosters trained on the fit rows (ranked within
     `fit_group`), averaged over `seeds`."""
     import xgboost as xgb
 
-    order = np.argsort(fit_group, kind="stable")  # XGBoost wants each group's rows contiguous
-    train = xgb.DMatrix(fit_features[order], label=relevance(fit_latency[order], fit_group[order]))
-    train.set_group(np.unique(fit_group[order], return_counts=True)[1])
     test = xgb.DMatrix(score_features)
-    return np.mean([xgb.train({**BOOSTER_PARAMS, "seed": seed}, train, ROUNDS).predict(test) for seed in seeds],
+    return np.mean([train_booster(fit_features, fit_latency, fit_group, seed=seed).predict(test) for seed in seeds],
                    axis=0)
 
 
@@ -66,3 +101,56 @@ def ranker_scores(train_items: Sequence[Any], test_items: Sequence[Any], *, seed
     """
     return booster_scores(ranker_features(train_items), np.array([d.latency_ms for d in train_items]),
                           np.array([int(d.group) for d in train_items]), ranker_features(test_items), seeds=seeds)
+
+
+def ranker_paths(path: str | Path) -> tuple[Path, Path]:
+    """(booster, metadata) files of a ranker checkpoint: ``OUT.ubj`` and ``OUT.json`` (`path` with or without the
+    suffix)."""
+    stem = Path(path)
+    stem = stem.with_suffix("") if stem.suffix in (".ubj", ".json") else stem
+    return stem.with_name(stem.name + ".ubj"), stem.with_name(stem.name + ".json")
+
+
+def save_ranker(path: str | Path, booster: Any, *, extra: Mapping[str, Any] | None = None) -> Path:
+    """Write `booster` and its metadata (format, `LAYOUT`, feature count, `extra`); returns the booster file."""
+    from importlib.metadata import version
+
+    weights, meta = ranker_paths(path)
+    weights.parent.mkdir(parents=True, exist_ok=True)
+    booster.save_model(str(weights))
+    info = {"format": CHECKPOINT_FORMAT, "version": 1, "layout": LAYOUT, "num_features": booster.num_features(),
+            "rounds": booster.num_boosted_rounds(), "params": BOOSTER_PARAMS, "xgboost_version": version("xgboost"),
+            "extra": dict(extra or {})}
+    meta.write_text(json.dumps(info, indent=2, sort_keys=True) + "\n")
+    return weights
+
+
+def load_ranker(path: str | Path) -> tuple[Any, dict[str, Any]]:
+    """The booster and metadata of a ranker checkpoint.
+
+    Raises:
+        TvmCostError: One line naming the file: missing or unreadable files, another format or feature layout,
+            a booster whose feature count does not match.
+    """
+    import xgboost as xgb
+
+    weights, meta_path = ranker_paths(path)
+    try:
+        meta = json.loads(meta_path.read_text())
+        if meta.get("format") != CHECKPOINT_FORMAT:
+            raise ValueError(f"not a {CHECKPOINT_FORMAT} checkpoint")
+    except (OSError, ValueError) as err:
+        raise TvmCostError(f"cannot read the ranker metadata ({type(err).__name__}: {err})", path=meta_path) from None
+    if meta.get("layout") != LAYOUT:
+        raise TvmCostError(f"ranker trained on feature layout {meta.get('layout')}, this version computes {LAYOUT}; "
+                           "retrain it with `tvm-cost train DATA --ranker`", path=meta_path)
+    try:
+        booster = xgb.Booster(model_file=str(weights))
+    except (OSError, xgb.core.XGBoostError) as err:
+        last = str(err).strip().splitlines()[-1:] or [""]
+        raise TvmCostError(f"cannot read the ranker booster ({type(err).__name__}: {last[0][:200]})",
+                           path=weights) from None
+    if booster.num_features() != meta.get("num_features"):
+        raise TvmCostError(f"booster has {booster.num_features()} features, its metadata says "
+                           f"{meta.get('num_features')}", path=weights)
+    return booster, meta

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CostModelKind = Literal["gnn", "xgb", "ensemble", "random"]
-COST_MODEL_KINDS: tuple[str, ...] = ("gnn", "xgb", "ensemble", "random")
+CostModelKind = Literal["gnn", "xgb", "ensemble", "ranker", "gnn+ranker", "random"]
+COST_MODEL_KINDS: tuple[str, ...] = ("gnn", "xgb", "ensemble", "ranker", "gnn+ranker", "random")
 DEFAULT_BUILD_TIMEOUT_SEC = 120.0
 
 
@@ -38,17 +38,21 @@ def _tvm_target(target: Any) -> tvm.target.Target:
 
 
 def make_cost_model(kind: CostModelKind | ms.cost_model.CostModel, *, target: Any = None, seed: int | None = None,
-                    checkpoint: str | Path | None = "auto") -> ms.cost_model.CostModel:
+                    checkpoint: str | Path | None = "auto", ranker: str | Path | None = "auto"
+                    ) -> ms.cost_model.CostModel:
     """A MetaSchedule cost model by kind, or `kind` itself when it already is one.
 
     Args:
         kind: "gnn" (`GNNCostModel`, the checkpoint shipped for `target` or untrained), "xgb" (MetaSchedule's
-            `XGBModel`, with its thread count applied), "ensemble" (`EnsembleCostModel` of both), "random"
-            (`RandomModel`), or a `ms.cost_model.CostModel` instance.
+            `XGBModel`, with its thread count applied), "ensemble" (`EnsembleCostModel` of both), "ranker"
+            (`RankerCostModel`, the tree ranker over rows and trace decisions, pretrained), "gnn+ranker"
+            (`EnsembleCostModel` of the GNN and the ranker, equal weights from the start, one featurizer),
+            "random" (`RandomModel`), or a `ms.cost_model.CostModel` instance.
         target: The tuning target (picks the GNN checkpoint); None: found from the first tune context.
         seed: Seed of the GNN's initial weights / dropout, or of the random model.
-        checkpoint: The GNN's weights ("gnn", "ensemble"): "auto" (shipped for `target`), None (untrained) or a
-            path (`GNNCostModel`'s `checkpoint`).
+        checkpoint: The GNN's weights ("gnn", "ensemble", "gnn+ranker"): "auto" (shipped for `target`), None
+            (untrained) or a path (`GNNCostModel`'s `checkpoint`).
+        ranker: The ranker's booster ("ranker", "gnn+ranker"): "auto", None or a path (`RankerCostModel`).
 
     Raises:
         ValueError: An unknown kind; the message lists the choices.
@@ -72,6 +76,14 @@ def make_cost_model(kind: CostModelKind | ms.cost_model.CostModel, *, target: An
         return make_xgb()
     if kind == "ensemble":
         return EnsembleCostModel(GNNCostModel(checkpoint=checkpoint, target=target, config=config))
+    if kind in ("ranker", "gnn+ranker"):
+        from tvm_cost.tuning.ranker_model import RankerCostModel
+
+        if kind == "ranker":
+            return RankerCostModel(ranker, target=target, seed=seed or 0)
+        gnn = GNNCostModel(checkpoint=checkpoint, target=target, config=config)
+        return EnsembleCostModel(gnn, RankerCostModel(ranker, target=target, featurizer=gnn.featurizer,
+                                                      seed=seed or 0), xgb_warmup=0)
     return ms.cost_model.RandomModel(seed=seed)
 
 
