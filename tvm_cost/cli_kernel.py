@@ -229,10 +229,12 @@ def _train_ranker(args: argparse.Namespace) -> None:
         train_s = time.perf_counter() - t0
     import xgboost as xgb
 
+    from importlib.metadata import version
+
     fit_acc = pairwise_accuracy(latency, booster.predict(xgb.DMatrix(features)), group.tolist())
     target = _target(args) or data_target(args.data)
     weights = save_ranker(args.out, booster, extra={
-        "target": target, "excluded_families": excluded, "seed": args.seed,
+        "target": target, "excluded_families": excluded, "seed": args.seed, "tvm_version": version("apache-tvm"),
         "data": [{"data": str(path), "records": len(kept), "tasks": len({int(d.group) for d in kept}),
                   "measured_on": _measured_on(path, target)} for path, kept in sets]})
     _console().print(

@@ -1,5 +1,6 @@
-"""The checkpoints shipped in the package (CPU: llvm-1core; GPU: cuda-h200): small, safetensors + JSON only,
-current feature schema, loaded by `GNNCostModel()` for their target; a stale schema is refused in one line."""
+"""The checkpoints shipped in the package (CPU: llvm-1core; GPU: cuda-h200; the CPU ranker llvm-1core-ranker):
+small, safetensors / XGBoost binary + JSON only, current feature schema, loaded by `GNNCostModel()` and
+`RankerCostModel()` for their target; a stale schema is refused in one line."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import pytest
 from tvm_cost.errors import TvmCostError
 from tvm_cost.features.program_schema import PROGRAM_SCHEMA
 from tvm_cost.train import load_checkpoint, read_metadata
-from tvm_cost.tuning import CHECKPOINT_DIR, GNNCostModel
+from tvm_cost.tuning import CHECKPOINT_DIR, GNNCostModel, RankerCostModel
+from tvm_cost.tuning.ranker import LAYOUT, load_ranker
 
 SHIPPED = CHECKPOINT_DIR / "llvm-1core.safetensors"
 
@@ -21,7 +23,7 @@ def test_shipped_checkpoint_matches_the_schema_and_loads_without_pickle(name, ki
     shipped = CHECKPOINT_DIR / f"{name}.safetensors"
     assert shipped.is_file() and shipped.with_suffix(".json").is_file()
     assert shipped.stat().st_size < 5e6
-    assert sorted(p.name for p in CHECKPOINT_DIR.iterdir() if p.name.startswith(name)) == \
+    assert sorted(p.name for p in CHECKPOINT_DIR.iterdir() if p.name.startswith(f"{name}.")) == \
         [f"{name}.json", f"{name}.safetensors"]  # nothing pickled beside it
     meta = read_metadata(shipped)
     assert meta["feature_schema"] == {"name": PROGRAM_SCHEMA.name, "version": PROGRAM_SCHEMA.version,
@@ -56,3 +58,14 @@ def test_a_stale_schema_is_refused_in_one_line(tmp_path):
     with pytest.raises(TvmCostError, match="feature schema hash") as err:
         GNNCostModel(checkpoint=stale)
     assert "\n" not in str(err.value)
+
+
+def test_the_shipped_ranker_matches_the_layout_and_loads_for_its_target():
+    weights = CHECKPOINT_DIR / "llvm-1core-ranker.ubj"
+    assert sorted(p.name for p in CHECKPOINT_DIR.iterdir() if p.name.startswith("llvm-1core-ranker")) == \
+        ["llvm-1core-ranker.json", "llvm-1core-ranker.ubj"] and weights.stat().st_size < 5e6
+    booster, meta = load_ranker(weights)
+    assert meta["layout"] == LAYOUT and meta["extra"]["target"] == {"kind": "llvm", "num-cores": 1}
+    assert [d["records"] > 1000 for d in meta["extra"]["data"]] == [True, True]  # EPYC, + Xeon as ranking data
+    model = RankerCostModel(target={"kind": "llvm", "num-cores": 1})
+    assert model.describe()["source"] == "shipped:llvm-1core" and model.base.num_features() == booster.num_features()
