@@ -1,4 +1,5 @@
-"""Cost-model overhead in one run: `GNNCostModel` vs TVM's `XGBModel` on a real measured task.
+"""Cost-model overhead in one run: `GNNCostModel`, `RankerCostModel` and the two together vs TVM's `XGBModel` on
+a real measured task.
 
 - predict(): 2,048 candidates of the task (its measured traces replayed with freshly sampled decisions), feature
   extraction included (both models extract from the schedules inside `predict`).
@@ -121,6 +122,26 @@ def in_tune_seconds(mod: Any, target: Any, models: dict[str, Any], *, trials: in
     return spent
 
 
+def gnn_plus_ranker(target: Any) -> Any:
+    """``make_cost_model("gnn+ranker")`` with one torch thread: shipped GNN and ranker, one featurizer."""
+    from tvm_cost.tuning import EnsembleCostModel, GNNCostModel, GNNCostModelConfig, RankerCostModel
+
+    gnn = GNNCostModel(target=target, config=GNNCostModelConfig(num_threads=1))
+    return EnsembleCostModel(gnn, RankerCostModel(target=target, featurizer=gnn.featurizer), xgb_warmup=0)
+
+
+def cold(models: dict[str, Any]) -> None:
+    """Empty every graph cache (the GNN and the ranker of an ensemble keep sharing one)."""
+    from tvm_cost.tuning.replay import CandidateFeaturizer
+
+    for model in models.values():
+        members = [model.gnn, model.xgb] if hasattr(model, "gnn") else [model]
+        fresh = CandidateFeaturizer()
+        for member in members:
+            if hasattr(member, "featurizer"):
+                member.featurizer = fresh
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, help="a tuning-log folder (a snapshot of tuning_logs/llvm-1core)")
@@ -138,9 +159,8 @@ def main() -> None:
 
     from relay_passes.schedule import feature_context
     from tvm_cost.features.schema import NUM_STORE_FEATURES
-    from tvm_cost.tuning import GNNCostModel, GNNCostModelConfig, make_xgb
+    from tvm_cost.tuning import GNNCostModel, GNNCostModelConfig, RankerCostModel, make_xgb
     from tvm_cost.tuning.offline import load_kernel_dataset
-    from tvm_cost.tuning.replay import CandidateFeaturizer
     from tvm_cost.tuning.xgb import seed_xgb
 
     torch.set_num_threads(1)
@@ -161,17 +181,18 @@ def main() -> None:
     # TVM retrains only once its data grew by a fifth since the last training; this one retrains every update
     xgb_retrain._inst.adaptive_training = False  # noqa: SLF001
     gnn = GNNCostModel(target=target, config=GNNCostModelConfig(num_threads=1))
-    models = {"gnn": gnn, "xgb": xgb, "xgb-retrain": xgb_retrain}
+    models = {"gnn": gnn, "ranker": RankerCostModel(target=target), "gnn+ranker": gnn_plus_ranker(target),
+              "xgb": xgb, "xgb-retrain": xgb_retrain}
     timings: dict[str, dict[str, list[float]]] = {name: {"predict_s": [], "update_s": []} for name in models}
     for _ in range(args.repeat):
-        gnn.featurizer = CandidateFeaturizer()  # cold: these candidates were never seen
-        for name in ("gnn", "xgb"):  # xgb-retrain predicts exactly like xgb
+        cold(models)  # these candidates were never seen
+        for name in ("gnn", "ranker", "gnn+ranker", "xgb"):  # xgb-retrain predicts exactly like xgb
             t0 = time.perf_counter()
             scores = models[name].predict(context, candidates)
             timings[name]["predict_s"].append(time.perf_counter() - t0)
             assert len(scores) == len(candidates)
     for _ in range(args.repeat):
-        gnn.featurizer = CandidateFeaturizer()
+        cold(models)
         for name, model in models.items():
             t0 = time.perf_counter()
             model.update(context, measured, results)
@@ -183,6 +204,8 @@ def main() -> None:
               "gnn_source": gnn.describe()["source"], "repeat": args.repeat, "timings_s": timings,
               "median_s": median, "ratio_gnn_over_xgb": {k: median["gnn"][k] / median["xgb"][k]
                                                          for k in ("predict_s", "update_s")},
+              "ratio_over_xgb": {n: {k: median[n][k] / median["xgb"][k] for k in ("predict_s", "update_s")}
+                                 for n in ("ranker", "gnn+ranker")},
               "ratio_gnn_over_xgb_retrain_update": median["gnn"]["update_s"] / median["xgb-retrain"]["update_s"]}
     print(f"task {report['task_name']} ({shash}); predict on {len(candidates)} candidates, update with "
           f"{len(measured)} measured; XGBModel holds {seeded} records of other tasks; GNN: {report['gnn_source']}")
@@ -192,15 +215,20 @@ def main() -> None:
     ratio = report["ratio_gnn_over_xgb"]
     print(f"{'gnn/xgb':12}{ratio['predict_s']:>13.2f}x{ratio['update_s']:>13.2f}x   (median of {args.repeat}); "
           f"gnn/xgb-retrain update {median['gnn']['update_s'] / median['xgb-retrain']['update_s']:.2f}x")
+    for name, r in report["ratio_over_xgb"].items():
+        print(f"{name + '/xgb':12}{r['predict_s']:>13.2f}x{r['update_s']:>13.2f}x")
     if args.tune_trials:
         fresh_xgb = make_xgb(num_threads=1)
         seed_xgb(fresh_xgb, other_tasks)
         fresh_gnn = GNNCostModel(target=target, config=GNNCostModelConfig(num_threads=1))
-        tune = in_tune_seconds(mod, target, {"gnn": fresh_gnn, "xgb": fresh_xgb}, trials=args.tune_trials)
+        tune = in_tune_seconds(mod, target, {"gnn": fresh_gnn, "gnn+ranker": gnn_plus_ranker(target),
+                                             "xgb": fresh_xgb}, trials=args.tune_trials)
         tune["gnn"]["graph_cache"] = fresh_gnn.describe()["graph_cache"]
         report["in_tune"] = {"trials": args.tune_trials, "seconds": tune,
                              "ratio_gnn_over_xgb": {k: tune["gnn"][k] / tune["xgb"][k]
-                                                    for k in ("predict_s", "update_s")}}
+                                                    for k in ("predict_s", "update_s")},
+                             "ratio_gnn_plus_ranker_over_xgb": {k: tune["gnn+ranker"][k] / tune["xgb"][k]
+                                                                for k in ("predict_s", "update_s")}}
         print(f"in a tune of {args.tune_trials} trials (DummyRunner, TVM's default evolutionary search):")
         for name, t in tune.items():
             print(f"{name:12}{t['predict_s']:>14.3f}{t['update_s']:>14.3f}   {t['predict_calls']} predict calls, "
@@ -208,6 +236,8 @@ def main() -> None:
         r = report["in_tune"]["ratio_gnn_over_xgb"]
         print(f"{'gnn/xgb':12}{r['predict_s']:>13.2f}x{r['update_s']:>13.2f}x   "
               f"graph cache {tune['gnn']['graph_cache']}")
+        r = report["in_tune"]["ratio_gnn_plus_ranker_over_xgb"]
+        print(f"{'gnn+ranker/xgb':14}{r['predict_s']:>11.2f}x{r['update_s']:>13.2f}x")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(report, f, indent=1)

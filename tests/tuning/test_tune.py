@@ -13,6 +13,7 @@ from tvm.s_tir import meta_schedule as ms
 
 from tvm_cost.tuning import COST_MODEL_KINDS, EnsembleCostModel, GNNCostModel, RankerCostModel, \
     make_cost_model, tune_tir
+from tvm_cost.tuning.ranker_model import MIN_FIT
 from tvm_cost.tuning.xgb import is_xgb
 
 HERE = Path(__file__).parent
@@ -29,6 +30,7 @@ def test_make_cost_model_kinds(tmp_path, monkeypatch):
     assert isinstance(make_cost_model("ranker", target="llvm"), RankerCostModel)
     both = make_cost_model("gnn+ranker", target="llvm")
     assert isinstance(both, EnsembleCostModel) and isinstance(both.xgb, RankerCostModel)
+    assert both.xgb_warmup == MIN_FIT and both.current_weights() == (1.0, 0.0)  # no ranker shipped: weighed in later
     assert isinstance(make_cost_model("random", seed=1), ms.cost_model.RandomModel)
     mine = GNNCostModel(checkpoint=None)
     assert make_cost_model(mine) is mine

@@ -46,7 +46,8 @@ def make_cost_model(kind: CostModelKind | ms.cost_model.CostModel, *, target: An
         kind: "gnn" (`GNNCostModel`, the checkpoint shipped for `target` or untrained), "xgb" (MetaSchedule's
             `XGBModel`, with its thread count applied), "ensemble" (`EnsembleCostModel` of both), "ranker"
             (`RankerCostModel`, the tree ranker over rows and trace decisions, pretrained), "gnn+ranker"
-            (`EnsembleCostModel` of the GNN and the ranker, equal weights from the start, one featurizer),
+            (`EnsembleCostModel` of the GNN and the ranker, one featurizer; equal weights from the start, or,
+            without a pretrained ranker for the target, the ranker weighted in once it has fit its booster),
             "random" (`RandomModel`), or a `ms.cost_model.CostModel` instance.
         target: The tuning target (picks the GNN checkpoint); None: found from the first tune context.
         seed: Seed of the GNN's initial weights / dropout, or of the random model.
@@ -77,13 +78,14 @@ def make_cost_model(kind: CostModelKind | ms.cost_model.CostModel, *, target: An
     if kind == "ensemble":
         return EnsembleCostModel(GNNCostModel(checkpoint=checkpoint, target=target, config=config))
     if kind in ("ranker", "gnn+ranker"):
-        from tvm_cost.tuning.ranker_model import RankerCostModel
+        from tvm_cost.tuning.ranker_model import MIN_FIT, RankerCostModel
 
         if kind == "ranker":
             return RankerCostModel(ranker, target=target, seed=seed or 0)
         gnn = GNNCostModel(checkpoint=checkpoint, target=target, config=config)
-        return EnsembleCostModel(gnn, RankerCostModel(ranker, target=target, featurizer=gnn.featurizer,
-                                                      seed=seed or 0), xgb_warmup=0)
+        member = RankerCostModel(ranker, target=target, featurizer=gnn.featurizer, seed=seed or 0)
+        # a pretrained ranker counts fully from the first call; one learning from this tune only once it has fit
+        return EnsembleCostModel(gnn, member, xgb_warmup=0 if member.base is not None else MIN_FIT)
     return ms.cost_model.RandomModel(seed=seed)
 
 
