@@ -32,7 +32,8 @@ from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 from tvm_cost.errors import TvmCostError
 from tvm_cost.features.trace_decisions import decision_features, trace_json
 from tvm_cost.tuning.checkpoints import shipped_checkpoint, target_name
-from tvm_cost.tuning.ranker import ROUNDS, load_ranker, ranker_paths, feature_row, train_booster
+from tvm_cost.tuning.ensemble import percentile_ranks
+from tvm_cost.tuning.ranker import ROUNDS, feature_row, load_ranker, ranker_paths, train_booster
 from tvm_cost.tuning.replay import CandidateFeaturizer, measured_latency_ms, task_key
 from tvm_cost.tuning.scoring import one_line, python_side_save_load
 
@@ -105,8 +106,6 @@ class RankerCostModel(PyCostModel):
     # -- the MetaSchedule contract -----------------------------------------------------------------------------
     def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
         """Percentile ranks in (0, 1], higher is better, float64 [len(candidates)]."""
-        from tvm_cost.tuning.ensemble import percentile_ranks
-
         if not candidates:
             return np.zeros(0, np.float64)
         self._resolve(context)
@@ -197,10 +196,10 @@ class RankerCostModel(PyCostModel):
                 "measured": sum(len(v[1]) for v in self.measured.values()), "tasks": len(self.measured)}
 
     def _refit(self) -> None:
-        keys = [k for k, (_, lat) in self.measured.items() if len(lat) >= 2]
-        total = sum(len(self.measured[k][1]) for k in keys)
-        if not keys or (self.base is None and total < self.min_fit) or (self.base is not None and not
-                                                                        self.refit_rounds):
+        keys = [k for k, (_, lat) in self.measured.items() if len(lat) >= 2]  # a task of one ranks nothing
+        if self.base is not None and self.refit_rounds == 0:
+            return
+        if not keys or (self.base is None and sum(len(self.measured[k][1]) for k in keys) < self.min_fit):
             return
         features = np.stack([r for k in keys for r in self.measured[k][0]])
         latency = np.asarray([v for k in keys for v in self.measured[k][1]], np.float64)
