@@ -206,11 +206,14 @@ def _train(args: argparse.Namespace) -> None:
 
 def _train_ranker(args: argparse.Namespace) -> None:
     """``tvm-cost train --ranker``: one booster over DATA and the ``--rank-data`` folders, each task a group."""
+    from importlib.metadata import version
+
     import numpy as np
+    import xgboost as xgb
 
     from tvm_cost.errors import TvmCostError
     from tvm_cost.train import pairwise_accuracy
-    from tvm_cost.tuning.offline import data_target
+    from tvm_cost.tuning.offline import data_target, with_rank_only
     from tvm_cost.tuning.ranker import ranker_features, save_ranker, train_booster
 
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
@@ -221,16 +224,12 @@ def _train_ranker(args: argparse.Namespace) -> None:
         sets += [(path, _kept(ds, path, excluded)) for path, ds in _rank_datasets(args, progress)]
         progress.add_task("train the ranker (XGBoost rank:pairwise)", total=None)
         t0 = time.perf_counter()
-        items = [d for _, kept in sets for d in kept]
+        items = with_rank_only(sets[0][1], [kept for _, kept in sets[1:]])  # each machine's tasks apart
         latency = np.array([d.latency_ms for d in items])
-        group = np.array([i * 1_000_000 + int(d.group) for i, (_, kept) in enumerate(sets) for d in kept])
+        group = np.array([int(d.group) for d in items])
         features = ranker_features(items)
         booster = train_booster(features, latency, group, seed=args.seed)
         train_s = time.perf_counter() - t0
-    import xgboost as xgb
-
-    from importlib.metadata import version
-
     fit_acc = pairwise_accuracy(latency, booster.predict(xgb.DMatrix(features)), group.tolist())
     target = _target(args) or data_target(args.data)
     weights = save_ranker(args.out, booster, extra={

@@ -24,6 +24,7 @@ from tvm_cost.errors import TvmCostError
 from tvm_cost.features.program_schema import PROGRAM_SCHEMA
 from tvm_cost.features.schema import NUM_STORE_FEATURES
 from tvm_cost.features.trace_decisions import DECISION_COLUMNS
+from tvm_cost.tuning.scoring import one_line
 
 CHECKPOINT_FORMAT = "tvm-cost-ranker"
 LAYOUT = hashlib.sha256(f"{PROGRAM_SCHEMA.hash}|{','.join(DECISION_COLUMNS)}".encode()).hexdigest()[:16]
@@ -140,16 +141,14 @@ def load_ranker(path: str | Path) -> tuple[Any, dict[str, Any]]:
         if meta.get("format") != CHECKPOINT_FORMAT:
             raise ValueError(f"not a {CHECKPOINT_FORMAT} checkpoint")
     except (OSError, ValueError) as err:
-        raise TvmCostError(f"cannot read the ranker metadata ({type(err).__name__}: {err})", path=meta_path) from None
+        raise TvmCostError(f"cannot read the ranker metadata ({one_line(err)})", path=meta_path) from None
     if meta.get("layout") != LAYOUT:
         raise TvmCostError(f"ranker trained on feature layout {meta.get('layout')}, this version computes {LAYOUT}; "
                            "retrain it with `tvm-cost train DATA --ranker`", path=meta_path)
     try:
         booster = xgb.Booster(model_file=str(weights))
     except (OSError, xgb.core.XGBoostError) as err:
-        last = str(err).strip().splitlines()[-1:] or [""]
-        raise TvmCostError(f"cannot read the ranker booster ({type(err).__name__}: {last[0][:200]})",
-                           path=weights) from None
+        raise TvmCostError(f"cannot read the ranker booster ({one_line(err)})", path=weights) from None
     if booster.num_features() != meta.get("num_features"):
         raise TvmCostError(f"booster has {booster.num_features()} features, its metadata says "
                            f"{meta.get('num_features')}", path=weights)
