@@ -135,10 +135,11 @@ def cold(models: dict[str, Any]) -> None:
     from tvm_cost.tuning.replay import CandidateFeaturizer
 
     for model in models.values():
-        members = [model.gnn, model.xgb] if hasattr(model, "gnn") else [model]
-        fresh = CandidateFeaturizer()
-        for member in members:
-            if hasattr(member, "featurizer"):
+        members = [m for m in ([model.gnn, model.xgb] if hasattr(model, "gnn") else [model])
+                   if hasattr(m, "featurizer")]
+        if members:
+            fresh = CandidateFeaturizer(walk=members[0].featurizer.walk)
+            for member in members:
                 member.featurizer = fresh
 
 
@@ -221,23 +222,22 @@ def main() -> None:
         fresh_xgb = make_xgb(num_threads=1)
         seed_xgb(fresh_xgb, other_tasks)
         fresh_gnn = GNNCostModel(target=target, config=GNNCostModelConfig(num_threads=1))
-        tune = in_tune_seconds(mod, target, {"gnn": fresh_gnn, "gnn+ranker": gnn_plus_ranker(target),
-                                             "xgb": fresh_xgb}, trials=args.tune_trials)
-        tune["gnn"]["graph_cache"] = fresh_gnn.describe()["graph_cache"]
+        in_tune = {"gnn": fresh_gnn, "ranker": RankerCostModel(target=target), "gnn+ranker": gnn_plus_ranker(target),
+                   "xgb": fresh_xgb}
+        tune = in_tune_seconds(mod, target, in_tune, trials=args.tune_trials)
+        for name in ("gnn", "ranker", "gnn+ranker"):
+            featurizer = getattr(in_tune[name], "featurizer", None) or in_tune[name].gnn.featurizer
+            tune[name]["graph_cache"] = {"hits": featurizer.hits, "misses": featurizer.misses}
         report["in_tune"] = {"trials": args.tune_trials, "seconds": tune,
-                             "ratio_gnn_over_xgb": {k: tune["gnn"][k] / tune["xgb"][k]
-                                                    for k in ("predict_s", "update_s")},
-                             "ratio_gnn_plus_ranker_over_xgb": {k: tune["gnn+ranker"][k] / tune["xgb"][k]
-                                                                for k in ("predict_s", "update_s")}}
+                             "ratio_over_xgb": {n: {k: tune[n][k] / tune["xgb"][k] for k in ("predict_s", "update_s")}
+                                                for n in ("gnn", "ranker", "gnn+ranker")}}
         print(f"in a tune of {args.tune_trials} trials (DummyRunner, TVM's default evolutionary search):")
         for name, t in tune.items():
             print(f"{name:12}{t['predict_s']:>14.3f}{t['update_s']:>14.3f}   {t['predict_calls']} predict calls, "
                   f"{t['candidates_scored']} candidates scored")
-        r = report["in_tune"]["ratio_gnn_over_xgb"]
-        print(f"{'gnn/xgb':12}{r['predict_s']:>13.2f}x{r['update_s']:>13.2f}x   "
-              f"graph cache {tune['gnn']['graph_cache']}")
-        r = report["in_tune"]["ratio_gnn_plus_ranker_over_xgb"]
-        print(f"{'gnn+ranker/xgb':14}{r['predict_s']:>11.2f}x{r['update_s']:>13.2f}x")
+        for name, r in report["in_tune"]["ratio_over_xgb"].items():
+            print(f"{name + '/xgb':14}{r['predict_s']:>11.2f}x{r['update_s']:>13.2f}x   "
+                  f"graph cache {tune[name]['graph_cache']}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(report, f, indent=1)

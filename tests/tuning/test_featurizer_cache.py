@@ -92,3 +92,22 @@ def test_returned_graphs_can_be_changed_without_touching_the_cache(distinct_task
     graph["x"] = graph["x"] * 0 + 7
     np.testing.assert_array_equal(featurizer.graphs(context, candidates[:1])[0]["x"],
                                   CandidateFeaturizer(cache_size=0).graphs(context, candidates[:1])[0]["x"])
+
+
+def test_without_the_walk_rows_and_globals_match_the_graphs_and_nothing_is_walked(distinct_task, monkeypatch):
+    from tvm_cost.features.schema import NUM_STORE_FEATURES
+    from tvm_cost.tuning.ranker_model import RankerCostModel
+
+    context, candidates = distinct_task
+    graphs = CandidateFeaturizer().graphs(context, candidates)
+    sizes = counting(monkeypatch)
+    rows_only = CandidateFeaturizer(walk=False)
+    rows = rows_only.graphs(context, candidates)
+    assert sizes == [] and rows_only.misses == len(candidates)
+    for g, r in zip(graphs, rows, strict=True):
+        assert r.keys() == {"x", "u"} and r["x"].dtype == np.float32
+        np.testing.assert_array_equal(r["x"], g["x"][:, :NUM_STORE_FEATURES])
+        np.testing.assert_array_equal(r["u"], g["u"])
+    # so the ranker, which reads only those, scores the same with either featurizer
+    np.testing.assert_array_equal(RankerCostModel(None, featurizer=rows_only).features(context, candidates),
+                                  RankerCostModel(None, featurizer=CandidateFeaturizer()).features(context, candidates))

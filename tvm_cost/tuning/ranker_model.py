@@ -1,7 +1,7 @@
 """`RankerCostModel`: the decision-aware tree ranker (`tvm_cost.tuning.ranker`) as a MetaSchedule cost model.
 
-- **predict** -- each candidate's `feature_row`: its program graph's PerStoreFeature rows (from a
-  `CandidateFeaturizer`; in ``EnsembleCostModel(gnn, ranker)`` the GNN's own, so the rows are extracted once) and
+- **predict** -- each candidate's `feature_row`: its PerStoreFeature rows (from a `CandidateFeaturizer`: alone,
+  one without the program walk; in ``EnsembleCostModel(gnn, ranker)`` the GNN's own, so the rows are extracted once) and
   its trace's sampling decisions (`trace_decisions.trace_json`, 0.1 ms a candidate) -> the booster's score ->
   percentile rank within the call, in (0, 1], best = 1. With no booster yet (none pretrained, fewer than
   `min_fit` measurements) the scores are uniform random, as `XGBModel` draws them before its warm-up.
@@ -56,7 +56,7 @@ class RankerCostModel(PyCostModel):
         booster: "auto": the booster shipped for the target (found at first use), else none, with a warning;
             None: none (learn from this tune only); a path: that checkpoint (``OUT`` or ``OUT.ubj``).
         target: The tuning target, to pick the shipped booster now; None: from the first tune context.
-        featurizer: Program graphs of the candidates; None: a new `CandidateFeaturizer`.
+        featurizer: Program graphs of the candidates; None: a new `CandidateFeaturizer` without the walk.
         refit_rounds: Rounds each update adds to the pretrained booster (0: never refit it).
         min_fit: Measured candidates before a model without a pretrained booster fits one.
         seed: Seed of the boosters' row and column sampling and of the random scores before any booster.
@@ -69,7 +69,7 @@ class RankerCostModel(PyCostModel):
             raise ValueError(f"RankerCostModel: refit_rounds={refit_rounds} >= 0 and min_fit={min_fit} >= 2 required")
         self.checkpoint = booster
         self.target_name = target_name(target) if target is not None else None
-        self.featurizer = featurizer if featurizer is not None else CandidateFeaturizer()
+        self.featurizer = featurizer if featurizer is not None else CandidateFeaturizer(walk=False)
         self.refit_rounds, self.min_fit, self.seed = refit_rounds, min_fit, seed
         self.base: Any = None  # the pretrained booster
         self.booster: Any = None  # what predict uses: the base refit on this tune's measurements
