@@ -117,7 +117,7 @@ def _tune(args: argparse.Namespace) -> None:
 
     from tvm_cost.importer import import_model, parse_input_shapes
     from tvm_cost.targets import resolve_target
-    from tvm_cost.tuning import tune_model
+    from tvm_cost.tuning import auto_kind, tune_model
 
     console = Console()
     resolved = resolve_target(args.target)
@@ -127,7 +127,8 @@ def _tune(args: argparse.Namespace) -> None:
                           max_trials=args.trials, max_trials_per_task=args.trials_per_task,
                           work_dir=args.work_dir, seed=args.seed)
     records = len(database)
-    console.print(f"tuned {args.model} on {resolved.name} with cost model {args.cost_model!r}: {records} records "
+    kind = auto_kind(resolved.target_json) if args.cost_model == "auto" else args.cost_model
+    console.print(f"tuned {args.model} on {resolved.name} with cost model {kind!r}: {records} records "
                   f"in {time.perf_counter() - t0:.0f} s; database in {args.work_dir} "
                   f"(use it with: tvm-cost graph {args.model} --database {args.work_dir})")
 
@@ -202,10 +203,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("tune", help="tune a model's kernels with MetaSchedule, guided by a cost model")
     _add_model_args(p)
-    p.add_argument("--cost-model", default="ensemble",
-                   choices=("gnn", "xgb", "ensemble", "ranker", "gnn+ranker", "random"),
-                   help="what guides the search (tvm_cost.tuning.make_cost_model; default: the GNN augmenting "
-                        "TVM's XGBModel)")
+    p.add_argument("--cost-model", default="auto",
+                   choices=("auto", "gnn", "xgb", "ensemble", "ranker", "gnn+ranker", "random"),
+                   help="what guides the search (tvm_cost.tuning.make_cost_model; default auto: the tree ranker "
+                        "where one ships for the target (llvm), else the GNN augmenting TVM's XGBModel)")
     p.add_argument("--trials", type=int, default=256, help="total measured trials")
     p.add_argument("--trials-per-task", type=int, help="cap per task")
     p.add_argument("--work-dir", default="tune_work", help="MetaSchedule work dir (database and logs)")

@@ -11,7 +11,7 @@ import pytest
 from conftest import matmul_relu
 from tvm.s_tir import meta_schedule as ms
 
-from tvm_cost.tuning import COST_MODEL_KINDS, EnsembleCostModel, GNNCostModel, RankerCostModel, \
+from tvm_cost.tuning import COST_MODEL_KINDS, EnsembleCostModel, GNNCostModel, RankerCostModel, auto_kind, \
     make_cost_model, tune_tir
 from tvm_cost.tuning.ranker_model import MIN_FIT
 from tvm_cost.tuning.xgb import is_xgb
@@ -23,7 +23,7 @@ def test_make_cost_model_kinds(tmp_path, monkeypatch):
     from tvm_cost.tuning import checkpoints
 
     monkeypatch.setattr(checkpoints, "CHECKPOINT_DIR", tmp_path)  # nothing shipped: untrained GNN
-    assert COST_MODEL_KINDS == ("gnn", "xgb", "ensemble", "ranker", "gnn+ranker", "random")
+    assert COST_MODEL_KINDS == ("auto", "gnn", "xgb", "ensemble", "ranker", "gnn+ranker", "random")
     assert isinstance(make_cost_model("gnn", target="llvm"), GNNCostModel)
     assert is_xgb(make_cost_model("xgb"))
     assert isinstance(make_cost_model("ensemble", target="llvm"), EnsembleCostModel)
@@ -35,8 +35,23 @@ def test_make_cost_model_kinds(tmp_path, monkeypatch):
     mine = GNNCostModel(checkpoint=None)
     assert make_cost_model(mine) is mine
     for bad in ("mlp", "GNN", 3, None):
-        with pytest.raises(ValueError, match="choices: gnn, xgb, ensemble, ranker, gnn\\+ranker, random"):
+        with pytest.raises(ValueError, match="choices: auto, gnn, xgb, ensemble, ranker, gnn\\+ranker, random"):
             make_cost_model(bad)  # type: ignore[arg-type]
+
+
+def test_auto_takes_the_ranker_where_one_ships_else_the_ensemble(tmp_path, monkeypatch):
+    from tvm_cost.tuning import checkpoints
+    from tvm_cost.tuning.tune import AUTO_WITH_RANKER
+
+    assert AUTO_WITH_RANKER in COST_MODEL_KINDS and AUTO_WITH_RANKER != "auto"
+    assert auto_kind("llvm") == AUTO_WITH_RANKER  # llvm-1core-ranker ships (for any core count)
+    assert auto_kind({"kind": "llvm", "num-cores": 8}) == AUTO_WITH_RANKER
+    assert auto_kind("cuda-sm90") == "ensemble"  # no CUDA ranker ships
+    assert isinstance(make_cost_model("auto", target="cuda-sm90"), EnsembleCostModel)
+    with pytest.raises(ValueError, match="needs the target"):
+        make_cost_model("auto")
+    monkeypatch.setattr(checkpoints, "CHECKPOINT_DIR", tmp_path)  # nothing shipped
+    assert auto_kind("llvm") == "ensemble"
 
 
 def test_entry_points_are_keyword_only():

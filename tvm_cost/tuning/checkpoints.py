@@ -26,12 +26,13 @@ def target_name(target: Any) -> str:
     return resolve_target(target).name
 
 
-def shipped_checkpoint(name: str, *, directory: Path | None = None, suffix: str = ".safetensors") -> Path | None:
+def shipped_checkpoint(name: str, *, directory: Path | None = None, suffix: str = ".safetensors",
+                       warn: bool = True) -> Path | None:
     """The shipped checkpoint (``<name><suffix>``) for target `name`, or None.
 
     An exact name match wins; otherwise the closest one of the same family (``llvm-*`` or ``cuda-*``; for CPUs the
-    nearest core count) is used with a warning, since the target descriptors are model inputs and a neighbour
-    extrapolates better than an untrained model guesses.
+    nearest core count) is used with a warning (unless `warn` is False), since the target descriptors are model
+    inputs and a neighbour extrapolates better than an untrained model guesses.
     """
     directory = CHECKPOINT_DIR if directory is None else directory
     for alias in (name, re.sub(r"(\d)a$", r"\1", name)):  # cuda-sm90a (the H100 tag) -> cuda-sm90
@@ -50,5 +51,7 @@ def shipped_checkpoint(name: str, *, directory: Path | None = None, suffix: str 
         return gap, path.name
 
     best = min(found, key=distance)
-    log.warning("no shipped checkpoint for target %s; using the one for %s", name, best.name.removesuffix(suffix))
+    if warn:
+        log.warning("no shipped checkpoint for target %s; using the one for %s", name,
+                    best.name.removesuffix(suffix))
     return best

@@ -22,8 +22,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CostModelKind = Literal["gnn", "xgb", "ensemble", "ranker", "gnn+ranker", "random"]
-COST_MODEL_KINDS: tuple[str, ...] = ("gnn", "xgb", "ensemble", "ranker", "gnn+ranker", "random")
+CostModelKind = Literal["auto", "gnn", "xgb", "ensemble", "ranker", "gnn+ranker", "random"]
+COST_MODEL_KINDS: tuple[str, ...] = ("auto", "gnn", "xgb", "ensemble", "ranker", "gnn+ranker", "random")
+AUTO_WITH_RANKER = "ranker"
+"""What "auto" tunes with where a ranker ships for the target: on held-out CPU tasks it reached XGBModel's
+128-trial best in the fewest trials of every kind (docs/kernel_model.md, runs twenty-two and twenty-three)."""
 DEFAULT_BUILD_TIMEOUT_SEC = 120.0
 
 
@@ -43,7 +46,8 @@ def make_cost_model(kind: CostModelKind | ms.cost_model.CostModel, *, target: An
     """A MetaSchedule cost model by kind, or `kind` itself when it already is one.
 
     Args:
-        kind: "gnn" (`GNNCostModel`, the checkpoint shipped for `target` or untrained), "xgb" (MetaSchedule's
+        kind: "auto" (`auto_kind`: the ranker where one ships for `target`, else "ensemble"),
+            "gnn" (`GNNCostModel`, the checkpoint shipped for `target` or untrained), "xgb" (MetaSchedule's
             `XGBModel`, with its thread count applied), "ensemble" (`EnsembleCostModel` of both), "ranker"
             (`RankerCostModel`, the tree ranker over rows and trace decisions, pretrained), "gnn+ranker"
             (`EnsembleCostModel` of the GNN and the ranker, one featurizer; equal weights from the start, or,
@@ -56,7 +60,7 @@ def make_cost_model(kind: CostModelKind | ms.cost_model.CostModel, *, target: An
         ranker: The ranker's booster ("ranker", "gnn+ranker"): "auto", None or a path (`RankerCostModel`).
 
     Raises:
-        ValueError: An unknown kind; the message lists the choices.
+        ValueError: An unknown kind (the message lists the choices), or "auto" without a target.
     """
     from tvm.s_tir import meta_schedule as ms
 
@@ -70,6 +74,8 @@ def make_cost_model(kind: CostModelKind | ms.cost_model.CostModel, *, target: An
     if not isinstance(kind, str) or kind not in COST_MODEL_KINDS:
         raise ValueError(f"unknown cost model {kind!r}; choices: {', '.join(COST_MODEL_KINDS)} "
                          "(or a ms.cost_model.CostModel)")
+    if kind == "auto":
+        kind = auto_kind(target)
     config = GNNCostModelConfig(seed=seed or 0)
     if kind == "gnn":
         return GNNCostModel(checkpoint=checkpoint, target=target, config=config)
@@ -87,6 +93,24 @@ def make_cost_model(kind: CostModelKind | ms.cost_model.CostModel, *, target: An
         # a pretrained ranker counts fully from the first call; one learning from this tune only once it has fit
         return EnsembleCostModel(gnn, member, xgb_warmup=0 if member.base is not None else MIN_FIT)
     return ms.cost_model.RandomModel(seed=seed)
+
+
+def auto_kind(target: Any) -> str:
+    """The kind "auto" picks for `target`: `AUTO_WITH_RANKER` where a ranker ships for its family (``llvm-*``:
+    `llvm-1core-ranker`), else "ensemble" (the GNN augmenting XGBModel; no ranker ships for CUDA, whose 192
+    measured candidates the GNN ranks better).
+
+    Raises:
+        ValueError: `target` is None (the choice depends on it).
+    """
+    from tvm_cost.tuning.checkpoints import shipped_checkpoint, target_name
+    from tvm_cost.tuning.ranker_model import SUFFIX
+
+    if target is None:
+        raise ValueError('cost model "auto" needs the target; name a kind, or pass target=')
+    if shipped_checkpoint(target_name(target), suffix=SUFFIX, warn=False) is not None:
+        return AUTO_WITH_RANKER
+    return "ensemble"
 
 
 def default_builder(target: tvm.target.Target) -> Any:
@@ -113,7 +137,7 @@ def tune_tir(
     mod: tvm.IRModule | tvm.tirx.PrimFunc,
     *,
     target: Any,
-    cost_model: CostModelKind | ms.cost_model.CostModel = "gnn",
+    cost_model: CostModelKind | ms.cost_model.CostModel = "auto",
     max_trials: int,
     work_dir: str | Path,
     builder: Any = None,
@@ -156,7 +180,7 @@ def tune_model(
     model: Any,
     *,
     target: Any,
-    cost_model: CostModelKind | ms.cost_model.CostModel = "gnn",
+    cost_model: CostModelKind | ms.cost_model.CostModel = "auto",
     max_trials: int,
     work_dir: str | Path,
     builder: Any = None,
