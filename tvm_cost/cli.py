@@ -123,11 +123,11 @@ def _tune(args: argparse.Namespace) -> None:
     resolved = resolve_target(args.target)
     t0 = time.perf_counter()
     imported = import_model(args.model, input_shapes=parse_input_shapes(args.input_shape))
-    database = tune_model(imported.mod, target=resolved.target_json, cost_model=args.cost_model,
+    kind = auto_kind(resolved.target_json) if args.cost_model == "auto" else args.cost_model
+    database = tune_model(imported.mod, target=resolved.target_json, cost_model=kind,
                           max_trials=args.trials, max_trials_per_task=args.trials_per_task,
                           work_dir=args.work_dir, seed=args.seed)
     records = len(database)
-    kind = auto_kind(resolved.target_json) if args.cost_model == "auto" else args.cost_model
     console.print(f"tuned {args.model} on {resolved.name} with cost model {kind!r}: {records} records "
                   f"in {time.perf_counter() - t0:.0f} s; database in {args.work_dir} "
                   f"(use it with: tvm-cost graph {args.model} --database {args.work_dir})")

@@ -156,6 +156,14 @@ def candidate_stores(mod: tvm.IRModule, num_rows: int, *, is_gpu: bool) -> list[
     return None
 
 
+def store_feature_rows(context: ms.TuneContext, candidates: list[ms.MeasureCandidate]) -> list[np.ndarray]:
+    """`PerStoreFeature(extract_workload=False)` rows of each candidate, float32 [stores, 164]."""
+    from tvm.s_tir import meta_schedule as ms
+
+    extractor = ms.feature_extractor.PerStoreFeature(extract_workload=False)
+    return [t.numpy().astype(np.float32, copy=False) for t in extractor.extract_from(context, candidates)]
+
+
 def program_graphs(
     context: ms.TuneContext,
     candidates: list[ms.MeasureCandidate],
@@ -177,11 +185,8 @@ def program_graphs(
     Returns:
         Per candidate a dict of `x`, `edge_index`, `edge_attr`, `u` (see `program_graph` for shapes).
     """
-    from tvm.s_tir import meta_schedule as ms
-
     if store_features is None:
-        extractor = ms.feature_extractor.PerStoreFeature(extract_workload=False)
-        store_features = [t.numpy() for t in extractor.extract_from(context, candidates)]
+        store_features = store_feature_rows(context, candidates)
     if u is None:
         spec = target_spec if target_spec is not None else dict(context.target.export())
         u = workload_globals(context.mod, target_spec=spec)

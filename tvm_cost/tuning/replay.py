@@ -94,15 +94,11 @@ class CandidateFeaturizer:
         return [dict(found[k]) for k in keys]
 
     def _extract(self, context: Any, candidates: list[Any], spec: Any, u: np.ndarray) -> list[Graph]:
-        from tvm.s_tir import meta_schedule as ms
-
-        from tvm_cost.features.program_graph import program_graphs
+        from tvm_cost.features.program_graph import program_graphs, store_feature_rows
 
         if self.walk:
             return program_graphs(context, candidates, target_spec=spec, u=u)
-        extractor = ms.feature_extractor.PerStoreFeature(extract_workload=False)
-        rows = extractor.extract_from(context, candidates)
-        return [{"x": t.numpy().astype(np.float32, copy=False), "u": u} for t in rows]
+        return [{"x": rows, "u": u} for rows in store_feature_rows(context, candidates)]
 
 
 class ReplayBuffer:
