@@ -1,5 +1,5 @@
-"""Cost-model overhead in one run: `GNNCostModel`, `RankerCostModel` and the two together vs TVM's `XGBModel` on
-a real measured task.
+"""Cost-model overhead in one run: `GNNCostModel`, `RankerCostModel` (on rows, on the trace alone, and the trace
+ranker screening the rows one) and the GNN with the ranker vs TVM's `XGBModel` on a real measured task.
 
 - predict(): 2,048 candidates of the task (its measured traces replayed with freshly sampled decisions), feature
   extraction included (both models extract from the schedules inside `predict`).
@@ -130,13 +130,32 @@ def gnn_plus_ranker(target: Any) -> Any:
     return EnsembleCostModel(gnn, RankerCostModel(target=target, featurizer=gnn.featurizer), xgb_warmup=0)
 
 
+OURS = ("gnn", "ranker", "ranker-trace", "ranker-screened", "gnn+ranker")
+"""The project's cost models timed against XGBModel."""
+
+
+def ours(target: Any) -> dict[str, Any]:
+    """`OURS` as `make_cost_model` builds them (shipped weights), the GNN with one torch thread."""
+    from tvm_cost.tuning import GNNCostModel, GNNCostModelConfig, make_cost_model
+
+    models = {"gnn": GNNCostModel(target=target, config=GNNCostModelConfig(num_threads=1))}
+    models.update({k: make_cost_model(k, target=target) for k in OURS if k not in ("gnn", "gnn+ranker")})
+    models["gnn+ranker"] = gnn_plus_ranker(target)
+    return models
+
+
 def cold(models: dict[str, Any]) -> None:
-    """Empty every graph cache (the GNN and the ranker of an ensemble keep sharing one)."""
+    """Empty every graph cache (the members of an ensemble or a screened model keep sharing one)."""
     from tvm_cost.tuning.replay import CandidateFeaturizer
 
     for model in models.values():
-        members = [m for m in ([model.gnn, model.xgb] if hasattr(model, "gnn") else [model])
-                   if hasattr(m, "featurizer")]
+        if hasattr(model, "gnn"):
+            members = [model.gnn, model.xgb]
+        elif hasattr(model, "screen"):
+            members = [model.screen, model.model]
+        else:
+            members = [model]
+        members = [m for m in members if hasattr(m, "featurizer")]
         if members:
             fresh = CandidateFeaturizer(walk=members[0].featurizer.walk)
             for member in members:
@@ -160,7 +179,7 @@ def main() -> None:
 
     from relay_passes.schedule import feature_context
     from tvm_cost.features.schema import NUM_STORE_FEATURES
-    from tvm_cost.tuning import GNNCostModel, GNNCostModelConfig, RankerCostModel, make_xgb
+    from tvm_cost.tuning import make_xgb
     from tvm_cost.tuning.offline import load_kernel_dataset
     from tvm_cost.tuning.xgb import seed_xgb
 
@@ -181,13 +200,12 @@ def main() -> None:
     seed_xgb(xgb_retrain, other_tasks)
     # TVM retrains only once its data grew by a fifth since the last training; this one retrains every update
     xgb_retrain._inst.adaptive_training = False  # noqa: SLF001
-    gnn = GNNCostModel(target=target, config=GNNCostModelConfig(num_threads=1))
-    models = {"gnn": gnn, "ranker": RankerCostModel(target=target), "gnn+ranker": gnn_plus_ranker(target),
-              "xgb": xgb, "xgb-retrain": xgb_retrain}
+    models = {**ours(target), "xgb": xgb, "xgb-retrain": xgb_retrain}
+    gnn = models["gnn"]
     timings: dict[str, dict[str, list[float]]] = {name: {"predict_s": [], "update_s": []} for name in models}
     for _ in range(args.repeat):
         cold(models)  # these candidates were never seen
-        for name in ("gnn", "ranker", "gnn+ranker", "xgb"):  # xgb-retrain predicts exactly like xgb
+        for name in (*OURS, "xgb"):  # xgb-retrain predicts exactly like xgb
             t0 = time.perf_counter()
             scores = models[name].predict(context, candidates)
             timings[name]["predict_s"].append(time.perf_counter() - t0)
@@ -206,37 +224,37 @@ def main() -> None:
               "median_s": median, "ratio_gnn_over_xgb": {k: median["gnn"][k] / median["xgb"][k]
                                                          for k in ("predict_s", "update_s")},
               "ratio_over_xgb": {n: {k: median[n][k] / median["xgb"][k] for k in ("predict_s", "update_s")}
-                                 for n in ("ranker", "gnn+ranker")},
+                                 for n in OURS if n != "gnn"},
               "ratio_gnn_over_xgb_retrain_update": median["gnn"]["update_s"] / median["xgb-retrain"]["update_s"]}
     print(f"task {report['task_name']} ({shash}); predict on {len(candidates)} candidates, update with "
           f"{len(measured)} measured; XGBModel holds {seeded} records of other tasks; GNN: {report['gnn_source']}")
-    print(f"{'':12}{'predict (s)':>14}{'update (s)':>14}")
+    print(f"{'':16}{'predict (s)':>14}{'update (s)':>14}")
     for name in models:
-        print(f"{name:12}{median[name]['predict_s']:>14.3f}{median[name]['update_s']:>14.3f}")
+        print(f"{name:16}{median[name]['predict_s']:>14.3f}{median[name]['update_s']:>14.3f}")
     ratio = report["ratio_gnn_over_xgb"]
     print(f"{'gnn/xgb':12}{ratio['predict_s']:>13.2f}x{ratio['update_s']:>13.2f}x   (median of {args.repeat}); "
           f"gnn/xgb-retrain update {median['gnn']['update_s'] / median['xgb-retrain']['update_s']:.2f}x")
     for name, r in report["ratio_over_xgb"].items():
-        print(f"{name + '/xgb':12}{r['predict_s']:>13.2f}x{r['update_s']:>13.2f}x")
+        print(f"{name + '/xgb':16}{r['predict_s']:>13.2f}x{r['update_s']:>13.2f}x")
     if args.tune_trials:
         fresh_xgb = make_xgb(num_threads=1)
         seed_xgb(fresh_xgb, other_tasks)
-        fresh_gnn = GNNCostModel(target=target, config=GNNCostModelConfig(num_threads=1))
-        in_tune = {"gnn": fresh_gnn, "ranker": RankerCostModel(target=target), "gnn+ranker": gnn_plus_ranker(target),
-                   "xgb": fresh_xgb}
+        in_tune = {**ours(target), "xgb": fresh_xgb}
         tune = in_tune_seconds(mod, target, in_tune, trials=args.tune_trials)
-        for name in ("gnn", "ranker", "gnn+ranker"):
-            featurizer = getattr(in_tune[name], "featurizer", None) or in_tune[name].gnn.featurizer
+        for name in OURS:
+            model = in_tune[name]
+            owner = model.gnn if hasattr(model, "gnn") else model.screen if hasattr(model, "screen") else model
+            featurizer = owner.featurizer
             tune[name]["graph_cache"] = {"hits": featurizer.hits, "misses": featurizer.misses}
         report["in_tune"] = {"trials": args.tune_trials, "seconds": tune,
                              "ratio_over_xgb": {n: {k: tune[n][k] / tune["xgb"][k] for k in ("predict_s", "update_s")}
-                                                for n in ("gnn", "ranker", "gnn+ranker")}}
+                                                for n in OURS}}
         print(f"in a tune of {args.tune_trials} trials (DummyRunner, TVM's default evolutionary search):")
         for name, t in tune.items():
-            print(f"{name:12}{t['predict_s']:>14.3f}{t['update_s']:>14.3f}   {t['predict_calls']} predict calls, "
+            print(f"{name:16}{t['predict_s']:>14.3f}{t['update_s']:>14.3f}   {t['predict_calls']} predict calls, "
                   f"{t['candidates_scored']} candidates scored")
         for name, r in report["in_tune"]["ratio_over_xgb"].items():
-            print(f"{name + '/xgb':14}{r['predict_s']:>11.2f}x{r['update_s']:>13.2f}x   "
+            print(f"{name + '/xgb':20}{r['predict_s']:>11.2f}x{r['update_s']:>13.2f}x   "
                   f"graph cache {tune[name]['graph_cache']}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:

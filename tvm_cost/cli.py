@@ -204,7 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("tune", help="tune a model's kernels with MetaSchedule, guided by a cost model")
     _add_model_args(p)
     p.add_argument("--cost-model", default="auto",
-                   choices=("auto", "gnn", "xgb", "ensemble", "ranker", "gnn+ranker", "random"),
+                   choices=("auto", "gnn", "xgb", "ensemble", "ranker", "gnn+ranker", "ranker-trace",
+                            "ranker-screened", "random"),
                    help="what guides the search (tvm_cost.tuning.make_cost_model; default auto: the tree ranker "
                         "where one ships for the target (llvm), else the GNN augmenting TVM's XGBModel)")
     p.add_argument("--trials", type=int, default=256, help="total measured trials")

@@ -26,8 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--checkpoint", help="the GNN's weights for gnn and ensemble (default: the one shipped for the "
                                         "target); e.g. one trained without some families, to bench on those "
                                         "(use a fresh --out: stored runs are keyed without the checkpoint)")
-    p.add_argument("--ranker", help="the ranker's booster for ranker and gnn+ranker (default: the one shipped for "
-                                    "the target), as --checkpoint")
+    p.add_argument("--ranker", help="the ranker's booster OUT for the ranker kinds (default: the one shipped for "
+                                    "the target), as --checkpoint; their trace booster is OUT-trace")
     p.add_argument("--tasks", type=int, default=6, help="number of held-out tasks")
     p.add_argument("--min-flop", type=float, default=1e6, help="smallest task (FLOPs per call) to pick")
     p.add_argument("--max-flop", type=float, default=2e8, help="largest task (FLOPs per call) to pick")

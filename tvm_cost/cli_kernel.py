@@ -23,6 +23,9 @@ def register(sub: Any) -> None:
     p.add_argument("--ranker", action="store_true",
                    help="train the tree ranker over PerStoreFeature rows and trace decisions (RankerCostModel, "
                         "XGBoost rank:pairwise; one process) instead of the GNN; the GNN's options are ignored")
+    p.add_argument("--ranker-features", choices=("rows", "trace"), default="rows",
+                   help="with --ranker: 'rows' (PerStoreFeature rows + trace decisions; ship as "
+                        "<target>-ranker) or 'trace' (the trace alone, no feature extraction; <target>-ranker-trace)")
     p.add_argument("--seed", type=int, default=0, help="seed of the initial weights, shuffling and dropout")
     p.add_argument("--exclude-families", default="", metavar="F1,F2",
                    help="leave out the tasks only these model families contain (tasks.json), e.g. to bench the "
@@ -227,17 +230,17 @@ def _train_ranker(args: argparse.Namespace) -> None:
         items = with_rank_only(sets[0][1], [kept for _, kept in sets[1:]])  # each machine's tasks apart
         latency = np.array([d.latency_ms for d in items])
         group = np.array([int(d.group) for d in items])
-        features = ranker_features(items)
+        features = ranker_features(items, args.ranker_features)
         booster = train_booster(features, latency, group, seed=args.seed)
         train_s = time.perf_counter() - t0
     fit_acc = pairwise_accuracy(latency, booster.predict(xgb.DMatrix(features)), group.tolist())
     target = _target(args) or data_target(args.data)
-    weights = save_ranker(args.out, booster, extra={
+    weights = save_ranker(args.out, booster, features=args.ranker_features, extra={
         "target": target, "excluded_families": excluded, "seed": args.seed, "tvm_version": version("apache-tvm"),
         "data": [{"data": str(path), "records": len(kept), "tasks": len({int(d.group) for d in kept}),
                   "measured_on": _measured_on(path, target)} for path, kept in sets]})
     _console().print(
-        f"ranker trained on {len(items)} candidates of {len(set(group.tolist()))} tasks "
+        f"{args.ranker_features!r} ranker trained on {len(items)} candidates of {len(set(group.tolist()))} tasks "
         f"({', '.join(f'{len(kept)} of {path}' for path, kept in sets)}"
         f"{', without ' + ','.join(excluded) if excluded else ''}) in {train_s:.0f} s, pairwise accuracy on the "
         f"training data {fit_acc:.3f}; {weights} ({weights.stat().st_size / 1e6:.2f} MB) + .json")
@@ -362,7 +365,7 @@ def _eval_table(args: argparse.Namespace, report: dict, summary: dict) -> Any:
     table.add_column("model")
     for name in (*RANKING_METRICS, *REGRESSION_METRICS):
         table.add_column(name, justify="right")
-    for name in ("random", "xgb", "gnn", "ensemble", "ranker", "gnn+ranker"):
+    for name in ("random", "xgb", "gnn", "ensemble", "ranker", "gnn+ranker", "ranker-trace"):
         mean, std = summary["mean"][name], summary["std"][name]
         table.add_row(name, *(f"{mean[k]:.3f} ± {std[k]:.3f}" if k in mean else ""
                               for k in (*RANKING_METRICS, *REGRESSION_METRICS)))

@@ -17,7 +17,8 @@ from tvm_cost.features.program_graph import candidate_stores, program_graph, pro
     workload_globals
 from tvm_cost.features.program_schema import EDGE_TYPES, NODE_OWN, PROGRAM_SCHEMA, PSF_COLUMNS
 from tvm_cost.features.program_walk import lower_for_features, store_nodes
-from tvm_cost.features.trace_decisions import DECISION_COLUMNS, decision_features, trace_json
+from tvm_cost.features.trace_decisions import DECISION_COLUMNS, RAW_COLUMNS, RAW_DECISIONS, decision_features, \
+    raw_decisions, trace_json
 
 LLVM = tvm.target.Target({"kind": "llvm", "num-cores": 2})
 CUDA = tvm.target.Target("nvidia/nvidia-h100")
@@ -350,20 +351,22 @@ def database_traces(tmp_path, context: ms.TuneContext, cands: list, target: tvm.
     return [rec.trace for rec in load_records(tmp_path / "database_tuning_record.json")]
 
 
+# A CPU-style trace: SSRSRS tiles of two spatial loops and one reduction loop, unroll, two compute locations.
+HAND_INSTS = [["Annotate", ["b1", '"SSRSRS"'], ["meta_schedule.tiling_structure"], []],
+              ["SamplePerfectTile", ["l4"], [4, 64], ["v5", "v6", "v7", "v8"]],
+              ["SamplePerfectTile", ["l9"], [4, 64], ["v10", "v11", "v12", "v13"]],
+              ["SamplePerfectTile", ["l14"], [2, 64], ["v15", "v16"]],
+              ["SampleCategorical", [], [[0, 16, 64, 512], [0.25] * 4], ["v17"]],
+              ["Annotate", ["b2", "v17"], ["meta_schedule.unroll_explicit"], []],
+              ["SampleCategorical", [], [[32, 128], [0.5, 0.5]], ["v18"]],
+              ["SampleComputeLocation", ["b0"], [], ["l19"]], ["SampleComputeLocation", ["b3"], [], ["l20"]],
+              ["CacheWrite", ["b1"], [0, "global"], ["b21"]], ["EnterPostproc", [], [], []],
+              ["SamplePerfectTile", ["l22"], [2, 64], ["v23", "v24"]]]  # after EnterPostproc: ignored
+HAND_DECISIONS = [[1, [1, 2, 4, 8]], [2, [2, 1, 1, 2]], [3, [4, 16]], [4, 2], [6, 1], [7, -2], [8, 3], [11, [2, 2]]]
+
+
 def test_decision_features_by_hand():
-    """A CPU-style trace: SSRSRS tiles of two spatial loops and one reduction loop, unroll, two compute locations."""
-    insts = [["Annotate", ["b1", '"SSRSRS"'], ["meta_schedule.tiling_structure"], []],
-             ["SamplePerfectTile", ["l4"], [4, 64], ["v5", "v6", "v7", "v8"]],
-             ["SamplePerfectTile", ["l9"], [4, 64], ["v10", "v11", "v12", "v13"]],
-             ["SamplePerfectTile", ["l14"], [2, 64], ["v15", "v16"]],
-             ["SampleCategorical", [], [[0, 16, 64, 512], [0.25] * 4], ["v17"]],
-             ["Annotate", ["b2", "v17"], ["meta_schedule.unroll_explicit"], []],
-             ["SampleCategorical", [], [[32, 128], [0.5, 0.5]], ["v18"]],
-             ["SampleComputeLocation", ["b0"], [], ["l19"]], ["SampleComputeLocation", ["b3"], [], ["l20"]],
-             ["CacheWrite", ["b1"], [0, "global"], ["b21"]], ["EnterPostproc", [], [], []],
-             ["SamplePerfectTile", ["l22"], [2, 64], ["v23", "v24"]]]  # after EnterPostproc: ignored
-    decisions = [[1, [1, 2, 4, 8]], [2, [2, 1, 1, 2]], [3, [4, 16]], [4, 2], [6, 1], [7, -2], [8, 3], [11, [2, 2]]]
-    f = decision_features([insts, decisions])
+    f = decision_features([HAND_INSTS, HAND_DECISIONS])
     assert f.shape == (len(DECISION_COLUMNS),) and f.dtype == np.float32
     assert [f[DECISION_COL[f"log_spatial_tile_l{i}"]] for i in range(4)] == [3 + 1, 2 + 0, 1 + 0, 0 + 1]
     assert [f[DECISION_COL[f"log_reduce_tile_l{i}"]] for i in range(4)] == [4, 2, 0, 0]
@@ -373,6 +376,20 @@ def test_decision_features_by_hand():
     assert [f[DECISION_COL[c]] for c in ("compute_inline", "compute_at_loop", "compute_root")] == [1, 1, 0]
     assert f[DECISION_COL["log_last_spatial_inner"]] == 1 and f[DECISION_COL["log_last_reduce_inner"]] == 4
     assert [f[DECISION_COL[c]] for c in ("tiles_sampled", "cache_stages", "tiled_blocks")] == [3, 1, 1]
+
+
+def test_raw_decisions_by_hand():
+    """Every decision value in trace order (log2 factors and categorical values), then zeros; the sketch number
+    follows the instruction kinds only."""
+    raw = raw_decisions([HAND_INSTS, HAND_DECISIONS])
+    assert raw.shape == (1 + RAW_DECISIONS,) and raw.dtype == np.float32 and len(RAW_COLUMNS) == raw.size
+    expected = [0, 1, 2, 3, 1, 0, 0, 1, 2, 4, math.log2(65), math.log2(129), -2, 3]
+    np.testing.assert_allclose(raw[1:1 + len(expected)], expected, rtol=1e-6)
+    assert not raw[1 + len(expected):].any()  # the tile after EnterPostproc is not read
+    other = [HAND_INSTS[:4] + HAND_INSTS[5:], [[i - (i > 4), d] for i, d in HAND_DECISIONS if i != 4]]
+    assert raw_decisions(other)[0] != raw[0]  # one instruction fewer: another sketch
+    redecided = [[i, [8, 4, 2, 1] if i == 1 else d] for i, d in HAND_DECISIONS]
+    assert raw_decisions([HAND_INSTS, redecided])[0] == raw[0]  # the same sketch, other decisions
 
 
 @pytest.mark.parametrize("target", [LLVM, CUDA], ids=["llvm", "cuda"])
@@ -389,5 +406,6 @@ def test_decisions_of_sampled_candidates_tile_the_loops_exactly(target, tmp_path
         if target is LLVM:  # the CPU rules sample the unroll depth among 0, 16, 64, 512
             assert round(2 ** f[DECISION_COL["log_unroll"]]) - 1 in (0, 16, 64, 512)
     assert len({f.tobytes() for f in features}) > 1  # the candidates' decisions differ
-    for cand, f in zip(cands, features, strict=True):  # a tune reads the in-memory trace: the same numbers
+    for cand, f, trace in zip(cands, features, traces, strict=True):  # a tune reads the in-memory trace: the same
         np.testing.assert_array_equal(decision_features(trace_json(cand.sch.trace)), f)
+        np.testing.assert_array_equal(raw_decisions(trace_json(cand.sch.trace)), raw_decisions(trace))

@@ -73,6 +73,26 @@ def task16():
     return make_task(16, count=6, first_seed=50)
 
 
+@pytest.fixture(scope="session")
+def pretrained(task16, tmp_path_factory):
+    """Boosters trained on another task (task16, SYNTHETIC times), saved as the ranker checkpoint pair ``OUT``
+    ("rows") and ``OUT-trace`` ("trace"); returns the "rows" booster file."""
+    import numpy as np
+
+    from tvm_cost.tuning.ranker import save_ranker, train_booster
+    from tvm_cost.tuning.ranker_model import RankerCostModel, trace_checkpoint
+    from tvm_cost.tuning.replay import measured_latency_ms
+
+    context, candidates, results = task16
+    latency, group = np.array([measured_latency_ms(r) for r in results]), np.zeros(len(candidates))
+    out = tmp_path_factory.mktemp("ranker") / "llvm-2core-ranker"
+    for features in ("trace", "rows"):
+        rows = RankerCostModel(None, features=features).features(context, candidates)
+        weights = save_ranker(out if features == "rows" else trace_checkpoint(out), train_booster(
+            rows, latency, group, rounds=20), features=features, extra={"data": "SYNTHETIC"})
+    return weights
+
+
 LLVM_1CORE = tvm.target.Target({"kind": "llvm", "num-cores": 1})
 
 

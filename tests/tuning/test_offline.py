@@ -70,7 +70,7 @@ def test_train_and_eval_commands(tiny_logs, tmp_path, capsys):
     report = json.loads(report_path.read_text())
     assert report["train_records"] == report["test_records"] == 8 and report["test_tasks"] == 1
     assert set(report["per_seed"]) == {"0", "1"}
-    for name in ("random", "xgb", "gnn", "ensemble", "ranker", "gnn+ranker"):
+    for name in ("random", "xgb", "gnn", "ensemble", "ranker", "gnn+ranker", "ranker-trace"):
         assert 0.0 <= report["mean"][name]["pairwise_acc"] <= 1.0
     assert np.isfinite(report["mean"]["gnn"]["mape"]) and 0.0 <= report["mean"]["gnn"]["within_2x"] <= 1.0
     assert set(report["deep_ensemble"]) == {"pairwise_acc", "peak@1", "peak@5", "kendall_tau", "mape", "within_2x",

@@ -11,24 +11,17 @@ import pytest
 from cost_model_contract import assert_cost_model_contract, scores
 
 from tvm_cost.errors import TvmCostError
-from tvm_cost.features.trace_decisions import DECISION_COLUMNS, decision_features, trace_json
+from tvm_cost.features.trace_decisions import DECISION_COLUMNS, RAW_COLUMNS, decision_features, raw_decisions, \
+    trace_json
 from tvm_cost.train import pairwise_accuracy
 from tvm_cost.tuning import EnsembleCostModel, RankerCostModel, checkpoints, make_cost_model
 from tvm_cost.tuning.ranker import load_ranker, ranker_paths, save_ranker, train_booster
+from tvm_cost.tuning.ranker_model import trace_checkpoint
 from tvm_cost.tuning.replay import measured_latency_ms
 
 
 def latencies(results) -> np.ndarray:
     return np.array([measured_latency_ms(r) for r in results])
-
-
-@pytest.fixture(scope="module")
-def pretrained(task16, tmp_path_factory):
-    """A booster trained on another task (task16, SYNTHETIC times), saved as a ranker checkpoint."""
-    context, candidates, results = task16
-    features = RankerCostModel(None).features(context, candidates)
-    booster = train_booster(features, latencies(results), np.zeros(len(candidates)), rounds=20)
-    return save_ranker(tmp_path_factory.mktemp("ranker") / "llvm-2core-ranker", booster, extra={"data": "SYNTHETIC"})
 
 
 def test_features_are_the_graph_rows_and_the_trace_decisions(task):
@@ -40,6 +33,25 @@ def test_features_are_the_graph_rows_and_the_trace_decisions(task):
     for row, graph, cand in zip(f, graphs, candidates, strict=True):
         np.testing.assert_allclose(row[:164], graph["x"][:, :164].sum(0), rtol=1e-6)
         np.testing.assert_array_equal(row[-len(DECISION_COLUMNS):], decision_features(trace_json(cand.sch.trace)))
+
+
+def test_trace_features_are_read_from_the_trace_alone(task, pretrained, tmp_path):
+    context, candidates, _ = task
+    model = RankerCostModel(trace_checkpoint(pretrained), features="trace")
+    f = model.features(context, candidates)
+    u = model.featurizer.task_globals(context)
+    assert f.shape == (len(candidates), u.shape[1] + len(DECISION_COLUMNS) + len(RAW_COLUMNS))
+    for row, cand in zip(f, candidates, strict=True):
+        trace = trace_json(cand.sch.trace)
+        np.testing.assert_array_equal(row, np.concatenate([u[0], decision_features(trace), raw_decisions(trace)]))
+    assert model.featurizer.misses == model.featurizer.hits == 0  # no PerStoreFeature extraction at all
+    assert_cost_model_contract(lambda: RankerCostModel(trace_checkpoint(pretrained), features="trace"), *task,
+                               tmp_path)
+    with pytest.raises(TvmCostError, match="a ranker on the 'rows' features, not the 'trace' ones"):
+        RankerCostModel(pretrained, features="trace")
+    model.save(str(tmp_path / "trace_state"))
+    with pytest.raises(TvmCostError, match="saved on the 'trace' features, not 'rows'"):
+        RankerCostModel(pretrained).load(str(tmp_path / "trace_state"))
 
 
 def test_contract(task, pretrained, tmp_path):
@@ -81,7 +93,7 @@ def test_the_booster_shipped_for_the_target_is_used(task, pretrained, tmp_path, 
     with caplog.at_level(logging.WARNING):
         bare = RankerCostModel()
         scores(bare, context, candidates)
-    assert bare.base is None and "no trained ranker ships for target llvm-2core" in caplog.text
+    assert bare.base is None and "no trained 'rows' ranker ships for target llvm-2core" in caplog.text
 
 
 def test_bad_checkpoints_are_refused_in_one_line(pretrained, tmp_path):
@@ -126,4 +138,7 @@ def test_train_ranker_command(tiny_logs, tmp_path, capsys):
     assert main(["train", str(tiny_logs), "--ranker", "--out", str(out), "--exclude-families", "fam1"]) == 0
     booster, meta = load_ranker(out)
     assert meta["extra"]["excluded_families"] == ["fam1"] and meta["extra"]["data"][0]["records"] == 8
-    assert "ranker trained on 8 candidates of 1 tasks" in capsys.readouterr().out
+    assert "'rows' ranker trained on 8 candidates of 1 tasks" in capsys.readouterr().out
+    assert main(["train", str(tiny_logs), "--ranker", "--ranker-features", "trace", "--out", str(out)]) == 0
+    trace, meta = load_ranker(out, "trace")
+    assert meta["features"] == "trace" and trace.num_features() < booster.num_features()

@@ -13,7 +13,8 @@ from tvm_cost.errors import TvmCostError
 from tvm_cost.features.program_schema import PROGRAM_SCHEMA
 from tvm_cost.train import load_checkpoint, read_metadata
 from tvm_cost.tuning import CHECKPOINT_DIR, GNNCostModel, RankerCostModel
-from tvm_cost.tuning.ranker import LAYOUT, load_ranker
+from tvm_cost.tuning.ranker import LAYOUTS, load_ranker
+from tvm_cost.tuning.ranker_model import SUFFIXES
 
 SHIPPED = CHECKPOINT_DIR / "llvm-1core.safetensors"
 
@@ -60,12 +61,14 @@ def test_a_stale_schema_is_refused_in_one_line(tmp_path):
     assert "\n" not in str(err.value)
 
 
-def test_the_shipped_ranker_matches_the_layout_and_loads_for_its_target():
-    weights = CHECKPOINT_DIR / "llvm-1core-ranker.ubj"
+@pytest.mark.parametrize("features", ["rows", "trace"])
+def test_the_shipped_rankers_match_their_layouts_and_load_for_their_target(features):
+    weights = CHECKPOINT_DIR / f"llvm-1core{SUFFIXES[features]}"
     assert sorted(p.name for p in CHECKPOINT_DIR.iterdir() if p.name.startswith("llvm-1core-ranker")) == \
-        ["llvm-1core-ranker.json", "llvm-1core-ranker.ubj"] and weights.stat().st_size < 5e6
-    booster, meta = load_ranker(weights)
-    assert meta["layout"] == LAYOUT and meta["extra"]["target"] == {"kind": "llvm", "num-cores": 1}
+        ["llvm-1core-ranker-trace.json", "llvm-1core-ranker-trace.ubj", "llvm-1core-ranker.json",
+         "llvm-1core-ranker.ubj"] and weights.stat().st_size < 5e6
+    booster, meta = load_ranker(weights, features)
+    assert meta["layout"] == LAYOUTS[features] and meta["extra"]["target"] == {"kind": "llvm", "num-cores": 1}
     assert [d["records"] > 1000 for d in meta["extra"]["data"]] == [True, True]  # EPYC, + Xeon as ranking data
-    model = RankerCostModel(target={"kind": "llvm", "num-cores": 1})
+    model = RankerCostModel(target={"kind": "llvm", "num-cores": 1}, features=features)
     assert model.describe()["source"] == "shipped:llvm-1core" and model.base.num_features() == booster.num_features()

@@ -14,6 +14,7 @@ from tvm.s_tir import meta_schedule as ms
 from tvm_cost.tuning import COST_MODEL_KINDS, EnsembleCostModel, GNNCostModel, RankerCostModel, auto_kind, \
     make_cost_model, tune_tir
 from tvm_cost.tuning.ranker_model import MIN_FIT
+from tvm_cost.tuning.screen import ScreenedCostModel
 from tvm_cost.tuning.xgb import is_xgb
 
 HERE = Path(__file__).parent
@@ -23,7 +24,8 @@ def test_make_cost_model_kinds(tmp_path, monkeypatch):
     from tvm_cost.tuning import checkpoints
 
     monkeypatch.setattr(checkpoints, "CHECKPOINT_DIR", tmp_path)  # nothing shipped: untrained GNN
-    assert COST_MODEL_KINDS == ("auto", "gnn", "xgb", "ensemble", "ranker", "gnn+ranker", "random")
+    assert COST_MODEL_KINDS == ("auto", "gnn", "xgb", "ensemble", "ranker", "gnn+ranker", "ranker-trace",
+                                "ranker-screened", "random")
     assert isinstance(make_cost_model("gnn", target="llvm"), GNNCostModel)
     assert is_xgb(make_cost_model("xgb"))
     assert isinstance(make_cost_model("ensemble", target="llvm"), EnsembleCostModel)
@@ -31,11 +33,17 @@ def test_make_cost_model_kinds(tmp_path, monkeypatch):
     both = make_cost_model("gnn+ranker", target="llvm")
     assert isinstance(both, EnsembleCostModel) and isinstance(both.xgb, RankerCostModel)
     assert both.xgb_warmup == MIN_FIT and both.current_weights() == (1.0, 0.0)  # no ranker shipped: weighed in later
+    trace = make_cost_model("ranker-trace", target="llvm")
+    assert isinstance(trace, RankerCostModel) and trace.feature_set == "trace"
+    screened = make_cost_model("ranker-screened", target="llvm")
+    assert isinstance(screened, ScreenedCostModel) and screened.screen.feature_set == "trace"
+    assert screened.model.feature_set == "rows" and screened.screen.featurizer is screened.model.featurizer
     assert isinstance(make_cost_model("random", seed=1), ms.cost_model.RandomModel)
     mine = GNNCostModel(checkpoint=None)
     assert make_cost_model(mine) is mine
     for bad in ("mlp", "GNN", 3, None):
-        with pytest.raises(ValueError, match="choices: auto, gnn, xgb, ensemble, ranker, gnn\\+ranker, random"):
+        with pytest.raises(ValueError, match="choices: auto, gnn, xgb, ensemble, ranker, gnn\\+ranker, ranker-trace, "
+                                             "ranker-screened, random"):
             make_cost_model(bad)  # type: ignore[arg-type]
 
 

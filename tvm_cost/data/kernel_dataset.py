@@ -26,7 +26,7 @@ import numpy as np
 from tvm_cost.collect.records import load_records
 from tvm_cost.data.splits import Split, group_split
 from tvm_cost.features.program_schema import PROGRAM_SCHEMA
-from tvm_cost.features.trace_decisions import decision_features
+from tvm_cost.features.trace_decisions import decision_features, raw_decisions
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +188,8 @@ class KernelDataset(Sequence[Any]):
     Each item is a PyG `Data` with `x`, `edge_index`, `edge_attr`, `u` (see `PROGRAM_SCHEMA`), ``y`` = [[latency
     in ms]] (natural units, as `tvm_cost.train.TaskLoss` expects; models predict its log), ``group`` = [task
     index] (int64, for ranking losses and group batching), ``decisions`` = [1, 26] (the sampling decisions of its
-    trace, `tvm_cost.features.trace_decisions`; read from the raw record at load, not cached), and plain
+    trace, `tvm_cost.features.trace_decisions`; read from the raw record at load, not cached),
+    ``raw_decisions`` = [1, 41] (its sketch and decision values, `trace_decisions.raw_decisions`), and plain
     attributes ``task`` (workload shash), ``record`` (the record's position among its task's measured records),
     ``latency_ms`` and ``log_latency_ms``.
 
@@ -219,9 +220,11 @@ class KernelDataset(Sequence[Any]):
             arrays = self._task_arrays(raw[shash], spec, batch_size=batch_size, rebuild=rebuild)
             traces = raw[shash].records
             for graph, lat, record in zip(unpack_graphs(arrays), arrays["latency_ms"], arrays["record"], strict=True):
-                decisions = torch.from_numpy(decision_features(traces[int(record)][0])[None])
+                trace = traces[int(record)][0]
+                decisions = torch.from_numpy(decision_features(trace)[None])
                 self._items.append(to_data(graph, y=torch.tensor([[lat]], dtype=torch.float32),
-                                           group=torch.tensor([gid]), decisions=decisions, task=shash,
+                                           group=torch.tensor([gid]), decisions=decisions,
+                                           raw_decisions=torch.from_numpy(raw_decisions(trace)[None]), task=shash,
                                            record=int(record), latency_ms=float(lat),
                                            log_latency_ms=float(np.log(lat))))
             if on_progress is not None:

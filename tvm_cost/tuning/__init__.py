@@ -1,4 +1,4 @@
-"""The MetaSchedule adapter: GNN cost model, tree ranker, their ensembles, and tuning entry points.
+"""The MetaSchedule adapter: GNN cost model, tree rankers, their ensembles and screens, and tuning entry points.
 
     from tvm_cost.tuning import GNNCostModel, tune_tir
     db = tune_tir(func, target="llvm", cost_model="gnn", max_trials=64, work_dir="work")  # default "auto"
@@ -13,6 +13,7 @@ from tvm_cost.tuning.ensemble import EnsembleCostModel, percentile_ranks
 from tvm_cost.tuning.ranker_model import RankerCostModel
 from tvm_cost.tuning.replay import measured_latency_ms
 from tvm_cost.tuning.scoring import scores_from_log_latency
+from tvm_cost.tuning.screen import ScreenedCostModel
 from tvm_cost.tuning.tune import COST_MODEL_KINDS, CostModelKind, auto_kind, make_cost_model, tune_model, tune_tir
 from tvm_cost.tuning.xgb import make_xgb
 
@@ -24,6 +25,7 @@ __all__ = [
     "GNNCostModel",
     "GNNCostModelConfig",
     "RankerCostModel",
+    "ScreenedCostModel",
     "auto_kind",
     "make_cost_model",
     "make_xgb",

@@ -202,8 +202,8 @@ def compare_on_held_out(items: Sequence[Any], train_idx: np.ndarray, test_idx: n
                         model_config: Any, train_config: Any,
                         on_epoch: Callable[[int, dict[str, float]], None] | None = None) -> dict[str, Any]:
     """GNN (one per seed) vs `XGBModel` vs their rank ensemble vs random on the test items, all in this one call;
-    also the decision-aware tree ranker (`tvm_cost.tuning.ranker`, trained once on 3 seeds) and its rank ensemble
-    with the GNN ("gnn+ranker").
+    also the decision-aware tree ranker (`tvm_cost.tuning.ranker`, trained once on 3 seeds), its rank ensemble
+    with the GNN ("gnn+ranker"), and the ranker on the trace alone ("ranker-trace").
 
     With two or more seeds, the GNNs of all seeds also score together as a deep ensemble (the mean of their
     predicted log-latencies, as `EnsembleModel` combines its members): one more model, at the cost of one
@@ -225,6 +225,7 @@ def compare_on_held_out(items: Sequence[Any], train_idx: np.ndarray, test_idx: n
     xgb = ranking_metrics(latency, xgb_scores, group)
     ranked = ranker_scores(train_items, test_items)
     ranker = ranking_metrics(latency, ranked, group)
+    ranker_trace = ranking_metrics(latency, ranker_scores(train_items, test_items, features="trace"), group)
     per_seed: dict[int, dict[str, dict[str, float]]] = {}
     preds: list[np.ndarray] = []
     for seed in seeds:
@@ -238,7 +239,7 @@ def compare_on_held_out(items: Sequence[Any], train_idx: np.ndarray, test_idx: n
                           "gnn": {**ranking_metrics(latency, -pred, group),
                                   **regression_metrics(latency, np.exp(pred), train_latency)},
                           "ensemble": ranking_metrics(latency, ensemble_scores(-pred, xgb_scores, group), group),
-                          "ranker": ranker,
+                          "ranker": ranker, "ranker-trace": ranker_trace,
                           "gnn+ranker": ranking_metrics(latency, ensemble_scores(-pred, ranked, group), group)}
     deep = np.mean(preds, axis=0) if len(preds) > 1 else None
     return {**_over_seeds(per_seed),

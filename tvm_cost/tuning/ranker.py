@@ -1,13 +1,17 @@
 """A tree ranker over a candidate's PerStoreFeature rows and its trace's sampling decisions.
 
-XGBoost ``rank:pairwise`` within tasks on the rows summed and maxed over the candidate's stores, the task's
-globals, and `trace_decisions.decision_features`. TVM's `XGBModel` sees only the rows (and regresses a
-normalized throughput); with the decisions this ranker is 4-6 points of pairwise accuracy and 14-17 of peak@1
-ahead of it on held-out families, and its rank mean with the GNN ranks best of all (docs/kernel_model.md).
+XGBoost ``rank:pairwise`` within tasks on one of two feature sets (`FEATURE_SETS`):
+
+- ``rows``: the rows summed and maxed over the candidate's stores, the task's globals, and
+  `trace_decisions.decision_features`. TVM's `XGBModel` sees only the rows (and regresses a normalized
+  throughput); with the decisions this ranker is 4-6 points of pairwise accuracy and 14-17 of peak@1 ahead of it
+  on held-out families, and its rank mean with the GNN ranks best of all (docs/kernel_model.md).
+- ``trace``: the task's globals, the decision summary and `trace_decisions.raw_decisions`, all read from the
+  trace: no PerStoreFeature extraction, so scoring a candidate costs a tenth of what XGBModel pays.
 
 A trained booster is saved as ``OUT.ubj`` (XGBoost's own binary format: loading it runs no code) beside
-``OUT.json``, whose ``layout`` hash names the feature layout (`PROGRAM_SCHEMA` and `DECISION_COLUMNS`); a booster
-of another layout, or a truncated one, is refused with one line.
+``OUT.json``, which names the feature set and its ``layout`` hash (`PROGRAM_SCHEMA`, `DECISION_COLUMNS`, for
+"trace" `RAW_COLUMNS`); a booster of another set or layout, or a truncated one, is refused with one line.
 """
 
 from __future__ import annotations
@@ -23,12 +27,16 @@ import numpy as np
 from tvm_cost.errors import TvmCostError
 from tvm_cost.features.program_schema import PROGRAM_SCHEMA
 from tvm_cost.features.schema import NUM_STORE_FEATURES
-from tvm_cost.features.trace_decisions import DECISION_COLUMNS
+from tvm_cost.features.trace_decisions import DECISION_COLUMNS, RAW_COLUMNS
 from tvm_cost.tuning.scoring import one_line
 
 CHECKPOINT_FORMAT = "tvm-cost-ranker"
-LAYOUT = hashlib.sha256(f"{PROGRAM_SCHEMA.hash}|{','.join(DECISION_COLUMNS)}".encode()).hexdigest()[:16]
-"""Hash of the `feature_row` layout: the program schema (rows and globals) and the decision columns."""
+FEATURE_SETS = ("rows", "trace")
+_COLUMNS = f"{PROGRAM_SCHEMA.hash}|{','.join(DECISION_COLUMNS)}"
+LAYOUTS = {"rows": hashlib.sha256(_COLUMNS.encode()).hexdigest()[:16],
+           "trace": hashlib.sha256(f"{_COLUMNS}|{','.join(RAW_COLUMNS)}|trace".encode()).hexdigest()[:16]}
+"""Hash of each feature set's layout: the program schema (rows and globals), the decision columns, and for
+"trace" the raw decision columns."""
 
 RELEVANCE_LEVELS = 30  # relevance of a candidate: floor(levels x its task's best latency / its latency)
 BOOSTER_PARAMS = {"objective": "rank:pairwise", "eta": 0.1, "max_depth": 6, "min_child_weight": 2,
@@ -47,12 +55,25 @@ def feature_row(x: np.ndarray, u: np.ndarray, decisions: np.ndarray) -> np.ndarr
     return np.concatenate([x.sum(0), x.max(0), np.ravel(u), np.ravel(decisions)]).astype(np.float32)
 
 
-def ranker_features(items: Sequence[Any]) -> np.ndarray:
-    """`feature_row` of each item (``x``, ``u`` and ``decisions`` tensors, as `KernelDataset` gives them).
+def trace_row(u: np.ndarray, decisions: np.ndarray, raw: np.ndarray) -> np.ndarray:
+    """One candidate's "trace" features: the task's globals `u`, its trace's decision summary and raw decisions.
 
     Shapes:
-        returns: [len(items), 2 * 164 + len(u) + len(DECISION_COLUMNS)] float32.
+        u: [1, G] or [G]; decisions: [1, 26] or [26]; raw: [1, 41] or [41] -> [G + 26 + 41] float32.
     """
+    return np.concatenate([np.ravel(u), np.ravel(decisions), np.ravel(raw)]).astype(np.float32)
+
+
+def ranker_features(items: Sequence[Any], features: str = "rows") -> np.ndarray:
+    """`feature_row` ("rows") or `trace_row` ("trace") of each item (``x``, ``u``, ``decisions`` and
+    ``raw_decisions`` tensors, as `KernelDataset` gives them).
+
+    Shapes:
+        returns: [len(items), 2 * 164 + len(u) + 26] ("rows") or [len(items), len(u) + 26 + 41] ("trace")
+            float32.
+    """
+    if features == "trace":
+        return np.stack([trace_row(d.u.numpy(), d.decisions.numpy(), d.raw_decisions.numpy()) for d in items])
     return np.stack([feature_row(d.x.numpy(), d.u.numpy(), d.decisions.numpy()) for d in items])
 
 
@@ -93,15 +114,17 @@ def booster_scores(fit_features: np.ndarray, fit_latency: np.ndarray, fit_group:
                    axis=0)
 
 
-def ranker_scores(train_items: Sequence[Any], test_items: Sequence[Any], *, seeds: Sequence[int] = (0, 1, 2)
-                  ) -> np.ndarray:
-    """Scores (higher is faster) of `test_items` by rankers trained on `train_items`, averaged over `seeds`.
+def ranker_scores(train_items: Sequence[Any], test_items: Sequence[Any], *, seeds: Sequence[int] = (0, 1, 2),
+                  features: str = "rows") -> np.ndarray:
+    """Scores (higher is faster) of `test_items` by rankers on `features` trained on `train_items`, averaged
+    over `seeds`.
 
-    Items need ``x``, ``u``, ``decisions``, ``group`` (tasks as ranking groups) and ``latency_ms``, as
+    Items need what `ranker_features` reads, ``group`` (tasks as ranking groups) and ``latency_ms``, as
     `KernelDataset` gives them.
     """
-    return booster_scores(ranker_features(train_items), np.array([d.latency_ms for d in train_items]),
-                          np.array([int(d.group) for d in train_items]), ranker_features(test_items), seeds=seeds)
+    return booster_scores(ranker_features(train_items, features), np.array([d.latency_ms for d in train_items]),
+                          np.array([int(d.group) for d in train_items]), ranker_features(test_items, features),
+                          seeds=seeds)
 
 
 def ranker_paths(path: str | Path) -> tuple[Path, Path]:
@@ -112,26 +135,29 @@ def ranker_paths(path: str | Path) -> tuple[Path, Path]:
     return stem.with_name(stem.name + ".ubj"), stem.with_name(stem.name + ".json")
 
 
-def save_ranker(path: str | Path, booster: Any, *, extra: Mapping[str, Any] | None = None) -> Path:
-    """Write `booster` and its metadata (format, `LAYOUT`, feature count, `extra`); returns the booster file."""
+def save_ranker(path: str | Path, booster: Any, *, features: str = "rows", extra: Mapping[str, Any] | None = None
+                ) -> Path:
+    """Write `booster` and its metadata (format, feature set and its layout hash, feature count, `extra`);
+    returns the booster file."""
     from importlib.metadata import version
 
     weights, meta = ranker_paths(path)
     weights.parent.mkdir(parents=True, exist_ok=True)
     booster.save_model(str(weights))
-    info = {"format": CHECKPOINT_FORMAT, "version": 1, "layout": LAYOUT, "num_features": booster.num_features(),
+    info = {"format": CHECKPOINT_FORMAT, "version": 1, "features": features, "layout": LAYOUTS[features],
+            "num_features": booster.num_features(),
             "rounds": booster.num_boosted_rounds(), "params": BOOSTER_PARAMS, "xgboost_version": version("xgboost"),
             "extra": dict(extra or {})}
     meta.write_text(json.dumps(info, indent=2, sort_keys=True) + "\n")
     return weights
 
 
-def load_ranker(path: str | Path) -> tuple[Any, dict[str, Any]]:
-    """The booster and metadata of a ranker checkpoint.
+def load_ranker(path: str | Path, features: str = "rows") -> tuple[Any, dict[str, Any]]:
+    """The booster and metadata of a ranker checkpoint on the feature set `features`.
 
     Raises:
-        TvmCostError: One line naming the file: missing or unreadable files, another format or feature layout,
-            a booster whose feature count does not match.
+        TvmCostError: One line naming the file: missing or unreadable files, another format, feature set or
+            layout, a booster whose feature count does not match.
     """
     import xgboost as xgb
 
@@ -142,9 +168,14 @@ def load_ranker(path: str | Path) -> tuple[Any, dict[str, Any]]:
             raise ValueError(f"not a {CHECKPOINT_FORMAT} checkpoint")
     except (OSError, ValueError) as err:
         raise TvmCostError(f"cannot read the ranker metadata ({one_line(err)})", path=meta_path) from None
-    if meta.get("layout") != LAYOUT:
-        raise TvmCostError(f"ranker trained on feature layout {meta.get('layout')}, this version computes {LAYOUT}; "
-                           "retrain it with `tvm-cost train DATA --ranker`", path=meta_path)
+    trained_on = meta.get("features", "rows")  # checkpoints before the "trace" set name none
+    if trained_on != features:
+        raise TvmCostError(f"a ranker on the {trained_on!r} features, not the {features!r} ones asked for",
+                           path=meta_path)
+    if meta.get("layout") != LAYOUTS[features]:
+        raise TvmCostError(f"ranker trained on feature layout {meta.get('layout')}, this version computes "
+                           f"{LAYOUTS[features]}; retrain it with `tvm-cost train DATA --ranker "
+                           f"--ranker-features {features}`", path=meta_path)
     try:
         booster = xgb.Booster(model_file=str(weights))
     except (OSError, xgb.core.XGBoostError) as err:

@@ -1,10 +1,12 @@
 """`RankerCostModel`: the decision-aware tree ranker (`tvm_cost.tuning.ranker`) as a MetaSchedule cost model.
 
-- **predict** -- each candidate's `feature_row`: its PerStoreFeature rows (from a `CandidateFeaturizer`: alone,
-  one without the program walk; in ``EnsembleCostModel(gnn, ranker)`` the GNN's own, so the rows are extracted once) and
-  its trace's sampling decisions (`trace_decisions.trace_json`, 0.1 ms a candidate) -> the booster's score ->
-  percentile rank within the call, in (0, 1], best = 1. With no booster yet (none pretrained, fewer than
-  `min_fit` measurements) the scores are uniform random, as `XGBModel` draws them before its warm-up.
+- **predict** -- each candidate's features -> the booster's score -> percentile rank within the call, in (0, 1],
+  best = 1. On the "rows" features (the default), its `feature_row`: its PerStoreFeature rows (from a
+  `CandidateFeaturizer`: alone, one without the program walk; in ``EnsembleCostModel(gnn, ranker)`` the GNN's
+  own, so the rows are extracted once) and its trace's sampling decisions (`trace_decisions.trace_json`, 0.1 ms a
+  candidate); on the "trace" features, its `trace_row`, read from the trace alone. With no booster yet (none
+  pretrained, fewer than `min_fit` measurements) the scores are uniform random, as `XGBModel` draws them before
+  its warm-up.
 - **update** -- the built, non-failed results join a per-task store; then the booster is refit:
   `refit_rounds` boosting rounds on top of the pretrained booster, ranking within each task of this tune, redone
   from the pretrained booster each time (so its size stays bounded and an early round's noise is not built in).
@@ -13,8 +15,9 @@
   ``measured.npz`` (no pickle), ``state.json``.
 
 **Weights.** ``RankerCostModel()`` loads the booster shipped for the tune's target
-(``tvm_cost/checkpoints/<target name>-ranker.ubj``, written by ``tvm-cost train DATA --ranker``), found at first
-use; without one it learns from the tune's measurements only, with a warning.
+(``tvm_cost/checkpoints/<target name>-ranker.ubj``, for "trace" ``...-ranker-trace.ubj``, written by ``tvm-cost
+train DATA --ranker [--ranker-features trace]``), found at first use; without one it learns from the tune's
+measurements only, with a warning.
 """
 
 from __future__ import annotations
@@ -30,10 +33,11 @@ from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 
 from tvm_cost.errors import TvmCostError
-from tvm_cost.features.trace_decisions import decision_features, trace_json
+from tvm_cost.features.trace_decisions import decision_features, raw_decisions, trace_json
 from tvm_cost.tuning.checkpoints import shipped_checkpoint, target_name
 from tvm_cost.tuning.ensemble import percentile_ranks
-from tvm_cost.tuning.ranker import ROUNDS, feature_row, load_ranker, ranker_paths, train_booster
+from tvm_cost.tuning.ranker import FEATURE_SETS, ROUNDS, feature_row, load_ranker, ranker_paths, trace_row, \
+    train_booster
 from tvm_cost.tuning.replay import CandidateFeaturizer, measured_latency_ms, task_key
 from tvm_cost.tuning.scoring import one_line, python_side_save_load
 
@@ -41,11 +45,21 @@ log = logging.getLogger(__name__)
 
 STATE_FORMAT = "tvm-cost-ranker-cost-model"
 SUFFIX = "-ranker.ubj"
+SUFFIXES = {"rows": SUFFIX, "trace": "-ranker-trace.ubj"}
 REFIT_ROUNDS = 25
 """Boosting rounds each `update` adds to the pretrained booster (learning rate 0.1, `BOOSTER_PARAMS`): on the
 held-out Xeon tasks 25 ranked later records best after 16 measured (scripts/ranker_refit_study.py)."""
 MIN_FIT = 8
 """Measured candidates before a ranker without a pretrained booster fits its first one."""
+
+
+def trace_checkpoint(booster: str | Path | None) -> str | Path | None:
+    """The "trace" booster beside the "rows" booster `booster` (``OUT`` -> ``OUT-trace``, as `SUFFIXES` name the
+    shipped pair); "auto" and None as they are."""
+    if booster in ("auto", None):
+        return booster
+    weights, _ = ranker_paths(booster)  # type: ignore[arg-type]
+    return weights.with_name(weights.name.removesuffix(".ubj") + "-trace")
 
 
 @derived_object
@@ -56,17 +70,21 @@ class RankerCostModel(PyCostModel):
         booster: "auto": the booster shipped for the target (found at first use), else none, with a warning;
             None: none (learn from this tune only); a path: that checkpoint (``OUT`` or ``OUT.ubj``).
         target: The tuning target, to pick the shipped booster now; None: from the first tune context.
-        featurizer: Program graphs of the candidates; None: a new `CandidateFeaturizer` without the walk.
+        featurizer: Program graphs of the candidates (for "trace", only the task's globals); None: a new
+            `CandidateFeaturizer` without the walk.
+        features: "rows" or "trace" (`tvm_cost.tuning.ranker.FEATURE_SETS`); the booster must be of that set.
         refit_rounds: Rounds each update adds to the pretrained booster (0: never refit it).
         min_fit: Measured candidates before a model without a pretrained booster fits one.
         seed: Seed of the boosters' row and column sampling and of the random scores before any booster.
     """
 
     def __init__(self, booster: str | Path | None = "auto", *, target: Any = None,
-                 featurizer: CandidateFeaturizer | None = None, refit_rounds: int = REFIT_ROUNDS,
-                 min_fit: int = MIN_FIT, seed: int = 0) -> None:
-        if refit_rounds < 0 or min_fit < 2:
-            raise ValueError(f"RankerCostModel: refit_rounds={refit_rounds} >= 0 and min_fit={min_fit} >= 2 required")
+                 featurizer: CandidateFeaturizer | None = None, features: str = "rows",
+                 refit_rounds: int = REFIT_ROUNDS, min_fit: int = MIN_FIT, seed: int = 0) -> None:
+        if refit_rounds < 0 or min_fit < 2 or features not in FEATURE_SETS:
+            raise ValueError(f"RankerCostModel: refit_rounds={refit_rounds} >= 0, min_fit={min_fit} >= 2 and "
+                             f"features {features!r} in {FEATURE_SETS} required")
+        self.feature_set = features
         self.checkpoint = booster
         self.target_name = target_name(target) if target is not None else None
         self.featurizer = featurizer if featurizer is not None else CandidateFeaturizer(walk=False)
@@ -84,7 +102,7 @@ class RankerCostModel(PyCostModel):
 
     # -- weights -----------------------------------------------------------------------------------------------
     def _load_base(self, path: Path, source: str | None = None) -> None:
-        self.base, _ = load_ranker(path)
+        self.base, _ = load_ranker(path, self.feature_set)
         self.booster, self.source, self.resolved = self.base, source or str(path), True
 
     def _resolve(self, context: Any = None) -> None:
@@ -96,12 +114,13 @@ class RankerCostModel(PyCostModel):
             return
         if self.target_name is None and context is not None:
             self.target_name = target_name(context.target)
-        path = shipped_checkpoint(self.target_name, suffix=SUFFIX) if self.target_name else None
+        suffix = SUFFIXES[self.feature_set]
+        path = shipped_checkpoint(self.target_name, suffix=suffix) if self.target_name else None
         if path is None:
-            log.warning("no trained ranker ships for target %s; the ranker learns only from this tune's "
-                        "measurements", self.target_name or "(unknown)")
+            log.warning("no trained %r ranker ships for target %s; the ranker learns only from this tune's "
+                        "measurements", self.feature_set, self.target_name or "(unknown)")
             return
-        self._load_base(path, source=f"shipped:{path.name.removesuffix(SUFFIX)}")
+        self._load_base(path, source=f"shipped:{path.name.removesuffix(suffix)}")
 
     # -- the MetaSchedule contract -----------------------------------------------------------------------------
     def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
@@ -143,7 +162,8 @@ class RankerCostModel(PyCostModel):
                  latency_ms=np.asarray([v for k in keys for v in self.measured[k][1]], np.float64),
                  task=np.asarray([i for i, k in enumerate(keys) for _ in self.measured[k][1]], np.int64),
                  keys=np.asarray(keys, dtype=str))
-        state = {"format": STATE_FORMAT, "version": 1, "source": self.source, "target_name": self.target_name,
+        state = {"format": STATE_FORMAT, "version": 1, "features": self.feature_set, "source": self.source,
+                 "target_name": self.target_name,
                  "refit_rounds": self.refit_rounds, "min_fit": self.min_fit, "seed": self.seed, "calls": self.calls,
                  "base": self.base is not None, "booster": self.booster is not None}
         (folder / "state.json").write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
@@ -164,6 +184,8 @@ class RankerCostModel(PyCostModel):
             state = json.loads((folder / "state.json").read_text())
             if state.get("format") != STATE_FORMAT:
                 raise ValueError(f"not a {STATE_FORMAT} state file")
+            if state.get("features", "rows") != self.feature_set:
+                raise ValueError(f"saved on the {state.get('features', 'rows')!r} features, not {self.feature_set!r}")
             boosters = {name: xgb.Booster(model_file=str(folder / f"{name}.ubj")) if state[name] else None
                         for name in ("base", "booster")}
             with np.load(folder / "measured.npz", allow_pickle=False) as data:
@@ -181,19 +203,26 @@ class RankerCostModel(PyCostModel):
 
     # -- beyond the contract -----------------------------------------------------------------------------------
     def features(self, context: Any, candidates: list[Any]) -> np.ndarray:
-        """`feature_row` of each candidate (its graph from the featurizer, its decisions from its trace).
+        """`feature_row` of each candidate (its graph from the featurizer, its decisions from its trace), or on
+        the "trace" features its `trace_row` (the task's globals, its trace's decisions).
 
         Shapes:
-            returns: [len(candidates), 2 * 164 + globals + 26] float32.
+            returns: [len(candidates), 2 * 164 + globals + 26] ("rows") or [len(candidates), globals + 26 + 41]
+                ("trace") float32.
         """
+        if self.feature_set == "trace":
+            u = self.featurizer.task_globals(context)
+            traces = [trace_json(c.sch.trace) for c in candidates]
+            return np.stack([trace_row(u, decision_features(t), raw_decisions(t)) for t in traces])
         graphs = self.featurizer.graphs(context, candidates)
         return np.stack([feature_row(g["x"], g["u"], decision_features(trace_json(c.sch.trace)))
                          for g, c in zip(graphs, candidates, strict=True)])
 
     def describe(self) -> dict[str, Any]:
         """Where the booster came from and what it has learnt in this tune."""
-        return {"source": self.source, "pretrained": self.base is not None, "refit": self.booster is not self.base,
-                "measured": sum(len(v[1]) for v in self.measured.values()), "tasks": len(self.measured)}
+        return {"features": self.feature_set, "source": self.source, "pretrained": self.base is not None,
+                "refit": self.booster is not self.base, "measured": sum(len(v[1]) for v in self.measured.values()),
+                "tasks": len(self.measured)}
 
     def _refit(self) -> None:
         keys = [k for k, (_, lat) in self.measured.items() if len(lat) >= 2]  # a task of one ranks nothing

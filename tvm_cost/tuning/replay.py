@@ -61,22 +61,16 @@ class CandidateFeaturizer:
         """One graph per candidate (a candidate without any store gets a single all-zero node)."""
         from tvm_ffi import structural_hash
 
-        from tvm_cost.features.program_graph import workload_globals
-
         if not candidates:
             return []
-        spec = self.target_spec
-        if spec is None:
-            spec = {str(k): v for k, v in context.target.export().items()}
-        key = task_key(context)
-        if key not in self._u:
-            self._u[key] = workload_globals(context.mod, target_spec=spec)
+        key, spec = task_key(context), self._spec(context)
+        u = self.task_globals(context, key)
         keys = [(key, int(structural_hash(c.sch.mod))) for c in candidates]
         new: dict[tuple[str, int], int] = {}  # first index of each module not cached
         for i, k in enumerate(keys):
             if k not in self._cache and k not in new:
                 new[k] = i
-        fresh = self._extract(context, [candidates[i] for i in new.values()], spec, self._u[key]) if new else []
+        fresh = self._extract(context, [candidates[i] for i in new.values()], spec, u) if new else []
         self.hits += len(keys) - len(new)
         self.misses += len(new)
         found = {k: self._cache[k] for k in keys if k in self._cache}
@@ -92,6 +86,21 @@ class CandidateFeaturizer:
         while len(self._cache) > self.cache_size:
             self._cache.popitem(last=False)
         return [dict(found[k]) for k in keys]
+
+    def task_globals(self, context: Any, key: str | None = None) -> np.ndarray:
+        """The global features `u` [1, G] of `context`'s task (workload counts, target), computed once per task
+        (`key`: its `task_key`, when known)."""
+        from tvm_cost.features.program_graph import workload_globals
+
+        key = key or task_key(context)
+        if key not in self._u:
+            self._u[key] = workload_globals(context.mod, target_spec=self._spec(context))
+        return self._u[key]
+
+    def _spec(self, context: Any) -> Any:
+        if self.target_spec is not None:
+            return self.target_spec
+        return {str(k): v for k, v in context.target.export().items()}
 
     def _extract(self, context: Any, candidates: list[Any], spec: Any, u: np.ndarray) -> list[Graph]:
         from tvm_cost.features.program_graph import program_graphs, store_feature_rows

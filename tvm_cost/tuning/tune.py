@@ -22,8 +22,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CostModelKind = Literal["auto", "gnn", "xgb", "ensemble", "ranker", "gnn+ranker", "random"]
-COST_MODEL_KINDS: tuple[str, ...] = ("auto", "gnn", "xgb", "ensemble", "ranker", "gnn+ranker", "random")
+CostModelKind = Literal["auto", "gnn", "xgb", "ensemble", "ranker", "gnn+ranker", "ranker-trace", "ranker-screened",
+                        "random"]
+COST_MODEL_KINDS: tuple[str, ...] = ("auto", "gnn", "xgb", "ensemble", "ranker", "gnn+ranker", "ranker-trace",
+                                     "ranker-screened", "random")
 AUTO_WITH_RANKER = "ranker"
 """What "auto" tunes with where a ranker ships for the target: on held-out CPU tasks it reached XGBModel's
 128-trial best in the fewest trials of every kind (docs/kernel_model.md, runs twenty-two and twenty-three)."""
@@ -52,12 +54,15 @@ def make_cost_model(kind: CostModelKind | ms.cost_model.CostModel, *, target: An
             (`RankerCostModel`, the tree ranker over rows and trace decisions, pretrained), "gnn+ranker"
             (`EnsembleCostModel` of the GNN and the ranker, one featurizer; equal weights from the start, or,
             without a pretrained ranker for the target, the ranker weighted in once it has fit its booster),
-            "random" (`RandomModel`), or a `ms.cost_model.CostModel` instance.
+            "ranker-trace" (`RankerCostModel` on the trace alone: no PerStoreFeature), "ranker-screened"
+            (`ScreenedCostModel`: "ranker-trace" screens, "ranker" ranks the quarter it keeps), "random"
+            (`RandomModel`), or a `ms.cost_model.CostModel` instance.
         target: The tuning target (picks the GNN checkpoint); None: found from the first tune context.
         seed: Seed of the GNN's initial weights / dropout, or of the random model.
         checkpoint: The GNN's weights ("gnn", "ensemble", "gnn+ranker"): "auto" (shipped for `target`), None
             (untrained) or a path (`GNNCostModel`'s `checkpoint`).
-        ranker: The ranker's booster ("ranker", "gnn+ranker"): "auto", None or a path (`RankerCostModel`).
+        ranker: The rankers' boosters ("ranker", "gnn+ranker", "ranker-trace", "ranker-screened"): "auto", None
+            or the path ``OUT`` of a "rows" booster (`RankerCostModel`), whose "trace" booster is ``OUT-trace``.
 
     Raises:
         ValueError: An unknown kind (the message lists the choices), or "auto" without a target.
@@ -83,11 +88,21 @@ def make_cost_model(kind: CostModelKind | ms.cost_model.CostModel, *, target: An
         return make_xgb()
     if kind == "ensemble":
         return EnsembleCostModel(GNNCostModel(checkpoint=checkpoint, target=target, config=config))
-    if kind in ("ranker", "gnn+ranker"):
-        from tvm_cost.tuning.ranker_model import MIN_FIT, RankerCostModel
+    if kind in ("ranker", "gnn+ranker", "ranker-trace", "ranker-screened"):
+        from tvm_cost.tuning.ranker_model import MIN_FIT, RankerCostModel, trace_checkpoint
+        from tvm_cost.tuning.replay import CandidateFeaturizer
+        from tvm_cost.tuning.screen import ScreenedCostModel
 
         if kind == "ranker":
             return RankerCostModel(ranker, target=target, seed=seed or 0)
+        if kind in ("ranker-trace", "ranker-screened"):
+            featurizer = CandidateFeaturizer(walk=False)  # the task's globals computed once for both
+            screen = RankerCostModel(trace_checkpoint(ranker), target=target, featurizer=featurizer,
+                                     features="trace", seed=seed or 0)
+            if kind == "ranker-trace":
+                return screen
+            return ScreenedCostModel(screen, RankerCostModel(ranker, target=target, featurizer=featurizer,
+                                                             seed=seed or 0))
         gnn = GNNCostModel(checkpoint=checkpoint, target=target, config=config)
         member = RankerCostModel(ranker, target=target, featurizer=gnn.featurizer, seed=seed or 0)
         # a pretrained ranker counts fully from the first call; one learning from this tune only once it has fit
