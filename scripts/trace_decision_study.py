@@ -3,12 +3,16 @@
 PerStoreFeature describes the loops a schedule produced; the trace also says how they were chosen: the tile
 factors of each tiled loop per level, the sampled unroll depth, where producers were computed
 (`tvm_cost.features.trace_decisions`, 26 numbers per record). This script trains one learner, the booster of
-`tvm_cost.tuning.ranker` (XGBoost ``rank:pairwise`` within tasks), on three feature sets of the same candidates:
+`tvm_cost.tuning.ranker` (XGBoost ``rank:pairwise`` within tasks), on four feature sets of the same candidates:
 
 - ``psf``: PerStoreFeature rows summed and maxed over the candidate's stores, plus the task's globals (workload
   counts, target);
-- ``psf+decisions``: the same plus the decisions;
-- ``decisions+task``: the decisions and the task's globals only.
+- ``psf+decisions``: the same plus the decisions (the "rows" ranker);
+- ``decisions+task``: the decisions and the task's globals only;
+- ``trace``: those plus each trace's raw decisions (`trace_decisions.raw_decisions`; the "trace" ranker).
+
+Also ``screened``: the "trace" ranker screening the "rows" one within each test task as `ScreenedCostModel` does
+(the rows ranker orders the trace ranker's best quarter, at least 16, above the rest).
 
 Each is scored on the held-out families (trained on the other families), and, as bounds on what the features
 allow, on half of every test task after training on the other half, alone and with the training families (as in
@@ -54,21 +58,39 @@ def main() -> None:
     settings = {"held_out": (train, test), "in_task_half": (test[half], test[~half]),
                 "training_families_plus_half": (np.concatenate([train, test[half]]), test[~half])}
     feature_sets = {"psf": psf, "psf+decisions": features,
-                    "decisions+task": np.hstack([decisions, task_globals])}
+                    "decisions+task": np.hstack([decisions, task_globals]),
+                    "trace": ranker_features(list(ds), "trace")}  # decisions, task globals, raw decisions
     seeds = [int(s) for s in args.seeds.split(",")]
     report: dict[str, Any] = {"data": args.data, "test_families": args.test_families, "records": len(ds),
                               "decision_columns": list(DECISION_COLUMNS), "seeds": seeds,
                               "nonzero_share": dict(zip(DECISION_COLUMNS, (decisions != 0).mean(0).round(3).tolist(),
                                                         strict=True))}
     for setting, (fit, score) in settings.items():
+        per_seed: dict[str, list[np.ndarray]] = {}
         for name, matrix in feature_sets.items():
-            runs = [ranking_metrics(latency[score], booster_scores(matrix[fit], latency[fit], group[fit], matrix[score],
-                                                                   seeds=[seed]), group[score]) for seed in seeds]
-            report[f"{setting}/{name}"] = {m: float(np.mean([r[m] for r in runs])) for m in RANKING_METRICS}
+            per_seed[name] = [booster_scores(matrix[fit], latency[fit], group[fit], matrix[score], seeds=[seed])
+                              for seed in seeds]
+        per_seed["screened"] = [screened(t, r, group[score]) for t, r in zip(per_seed["trace"],
+                                                                            per_seed["psf+decisions"], strict=True)]
+        for name, runs in per_seed.items():
+            metrics = [ranking_metrics(latency[score], s, group[score]) for s in runs]
+            report[f"{setting}/{name}"] = {m: float(np.mean([r[m] for r in metrics])) for m in RANKING_METRICS}
             print(f"{setting:28s} {name:15s}", " ".join(f"{m} {report[f'{setting}/{name}'][m]:.3f}"
                                                         for m in RANKING_METRICS), flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
+
+
+def screened(trace: np.ndarray, rows: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """`ScreenedCostModel`'s scores within each group: `trace` screens, `rows` ranks what it keeps."""
+    from tvm_cost.tuning.screen import kept_count, kept_mask, screened_ranks
+
+    out = np.zeros(len(trace))
+    for g in np.unique(group):
+        idx = np.flatnonzero(group == g)
+        kept = kept_mask(trace[idx], kept_count(len(idx)))
+        out[idx] = screened_ranks(trace[idx], kept, rows[idx][kept])
+    return out
 
 
 if __name__ == "__main__":

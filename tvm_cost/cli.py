@@ -207,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
                    choices=("auto", "gnn", "xgb", "ensemble", "ranker", "gnn+ranker", "ranker-trace",
                             "ranker-screened", "random"),
                    help="what guides the search (tvm_cost.tuning.make_cost_model; default auto: the tree ranker "
-                        "where one ships for the target (llvm), else the GNN augmenting TVM's XGBModel)")
+                        "on the trace where one ships for the target (llvm), else the GNN augmenting TVM's XGBModel)")
     p.add_argument("--trials", type=int, default=256, help="total measured trials")
     p.add_argument("--trials-per-task", type=int, help="cap per task")
     p.add_argument("--work-dir", default="tune_work", help="MetaSchedule work dir (database and logs)")

@@ -52,7 +52,8 @@ def test_auto_takes_the_ranker_where_one_ships_else_the_ensemble(tmp_path, monke
     from tvm_cost.tuning.tune import AUTO_WITH_RANKER
 
     assert AUTO_WITH_RANKER in COST_MODEL_KINDS and AUTO_WITH_RANKER != "auto"
-    assert auto_kind("llvm") == AUTO_WITH_RANKER  # llvm-1core-ranker ships (for any core count)
+    assert AUTO_WITH_RANKER == "ranker-trace"
+    assert auto_kind("llvm") == AUTO_WITH_RANKER  # llvm-1core-ranker-trace ships (for any core count)
     assert auto_kind({"kind": "llvm", "num-cores": 8}) == AUTO_WITH_RANKER
     assert auto_kind("cuda-sm90") == "ensemble"  # no CUDA ranker ships
     assert isinstance(make_cost_model("auto", target="cuda-sm90"), EnsembleCostModel)

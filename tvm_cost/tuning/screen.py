@@ -31,6 +31,26 @@ MIN_KEPT = 16
 """Candidates the model scores at least (MetaSchedule measures 16 a round by default)."""
 
 
+def kept_count(n: int, keep: float = KEEP, min_kept: int = MIN_KEPT) -> int:
+    """How many of `n` candidates the model scores: ``max(min_kept, ceil(keep * n))``, at most `n`."""
+    return min(n, max(min_kept, math.ceil(keep * n)))
+
+
+def kept_mask(screened: np.ndarray, k: int) -> np.ndarray:
+    """The screen's best `k` (and any tied with the k-th: the choice does not depend on the order), bool [n]."""
+    return screened >= np.sort(screened)[len(screened) - k]
+
+
+def screened_ranks(screened: np.ndarray, kept: np.ndarray, model_scores: np.ndarray) -> np.ndarray:
+    """The kept candidates in (1 - s, 1] by `model_scores` (theirs, in order), the rest in (0, 1 - s] by
+    `screened`, with s the kept share; float64 [n]."""
+    share = kept.sum() / len(screened)
+    out = np.empty(len(screened), np.float64)
+    out[kept] = (1.0 - share) + share * percentile_ranks(model_scores)
+    out[~kept] = (1.0 - share) * percentile_ranks(screened[~kept])
+    return out
+
+
 @derived_object
 class ScreenedCostModel(PyCostModel):
     """`screen` scores all candidates, `model` the screen's best (rule in the module docstring).
@@ -48,26 +68,18 @@ class ScreenedCostModel(PyCostModel):
         self.screen, self.model = screen, model
         self.keep, self.min_kept = float(keep), int(min_kept)
 
-    def kept(self, n: int) -> int:
-        """How many of `n` candidates the model scores."""
-        return min(n, max(self.min_kept, math.ceil(self.keep * n)))
-
     def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
         """Percentile ranks in (0, 1], higher is better, float64 [len(candidates)]."""
         n = len(candidates)
         if n == 0:
             return np.zeros(0, np.float64)
-        k = self.kept(n)
+        k = kept_count(n, self.keep, self.min_kept)
         if k == n:
             return percentile_ranks(self.model.predict(context, candidates))
         screened = np.asarray(self.screen.predict(context, candidates), np.float64)
-        kept = screened >= np.sort(screened)[n - k]  # ties with the k-th best kept too: order-independent
-        top, rest = np.flatnonzero(kept), np.flatnonzero(~kept)
-        share = len(top) / n
-        out = np.empty(n, np.float64)
-        out[top] = (1.0 - share) + share * percentile_ranks(self.model.predict(context, [candidates[i] for i in top]))
-        out[rest] = (1.0 - share) * percentile_ranks(screened[rest])
-        return out
+        kept = kept_mask(screened, k)
+        model_scores = self.model.predict(context, [candidates[i] for i in np.flatnonzero(kept)])
+        return screened_ranks(screened, kept, np.asarray(model_scores, np.float64))
 
     def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
         self.screen.update(context, candidates, results)

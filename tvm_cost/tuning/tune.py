@@ -26,9 +26,10 @@ CostModelKind = Literal["auto", "gnn", "xgb", "ensemble", "ranker", "gnn+ranker"
                         "random"]
 COST_MODEL_KINDS: tuple[str, ...] = ("auto", "gnn", "xgb", "ensemble", "ranker", "gnn+ranker", "ranker-trace",
                                      "ranker-screened", "random")
-AUTO_WITH_RANKER = "ranker"
-"""What "auto" tunes with where a ranker ships for the target: on held-out CPU tasks it reached XGBModel's
-128-trial best in the fewest trials of every kind (docs/kernel_model.md, runs twenty-two and twenty-three)."""
+AUTO_WITH_RANKER = "ranker-trace"
+"""What "auto" tunes with where its ranker ships for the target: on held-out CPU tasks the ranker on the trace
+alone was ahead of every other kind at every budget over 30 runs side by side, reached XGBModel's 128-trial best
+in a median of 25.5 trials, and costs 0.07-0.16x XGBModel's predict (docs/kernel_model.md, run twenty-four)."""
 DEFAULT_BUILD_TIMEOUT_SEC = 120.0
 
 
@@ -48,7 +49,7 @@ def make_cost_model(kind: CostModelKind | ms.cost_model.CostModel, *, target: An
     """A MetaSchedule cost model by kind, or `kind` itself when it already is one.
 
     Args:
-        kind: "auto" (`auto_kind`: the ranker where one ships for `target`, else "ensemble"),
+        kind: "auto" (`auto_kind`: "ranker-trace" where its booster ships for `target`, else "ensemble"),
             "gnn" (`GNNCostModel`, the checkpoint shipped for `target` or untrained), "xgb" (MetaSchedule's
             `XGBModel`, with its thread count applied), "ensemble" (`EnsembleCostModel` of both), "ranker"
             (`RankerCostModel`, the tree ranker over rows and trace decisions, pretrained), "gnn+ranker"
@@ -111,19 +112,19 @@ def make_cost_model(kind: CostModelKind | ms.cost_model.CostModel, *, target: An
 
 
 def auto_kind(target: Any) -> str:
-    """The kind "auto" picks for `target`: `AUTO_WITH_RANKER` where a ranker ships for its family (``llvm-*``:
-    `llvm-1core-ranker`), else "ensemble" (the GNN augmenting XGBModel; no ranker ships for CUDA, whose 192
-    measured candidates the GNN ranks better).
+    """The kind "auto" picks for `target`: `AUTO_WITH_RANKER` where its ranker ships for the target's family
+    (``llvm-*``: `llvm-1core-ranker-trace`), else "ensemble" (the GNN augmenting XGBModel; no ranker ships for CUDA,
+    whose 192 measured candidates the GNN ranks better).
 
     Raises:
         ValueError: `target` is None (the choice depends on it).
     """
     from tvm_cost.tuning.checkpoints import shipped_checkpoint, target_name
-    from tvm_cost.tuning.ranker_model import SUFFIX
+    from tvm_cost.tuning.ranker_model import SUFFIXES
 
     if target is None:
         raise ValueError('cost model "auto" needs the target; name a kind, or pass target=')
-    if shipped_checkpoint(target_name(target), suffix=SUFFIX, warn=False) is not None:
+    if shipped_checkpoint(target_name(target), suffix=SUFFIXES["trace"], warn=False) is not None:
         return AUTO_WITH_RANKER
     return "ensemble"
 
