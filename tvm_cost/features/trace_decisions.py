@@ -63,6 +63,11 @@ def trace_json(trace: Any) -> list[Any]:
     return [insts, chosen]
 
 
+def _log_chosen(attrs: Any, decision: Any) -> float:
+    """log2(1 + the value a SampleCategorical chose): its attrs list the candidates, its decision the index."""
+    return math.log2(1 + max(int(attrs[0][int(decision)]), 0))
+
+
 def decision_features(trace: Any) -> np.ndarray:
     """`DECISION_COLUMNS` of one trace (database JSON, or `trace_json` of an in-memory one).
 
@@ -96,7 +101,7 @@ def decision_features(trace: Any) -> np.ndarray:
                 last_reduce = math.log2(factors[-1])
             tiles += 1
         elif kind == "SampleCategorical":
-            value = math.log2(1 + max(int(attrs[0][int(decisions[i])]), 0))
+            value = _log_chosen(attrs, decisions[i])
             follower = insts[i + 1] if i + 1 < len(insts) else None
             if follower is not None and follower[0] == "Annotate" and "unroll" in str(follower[2][0]):
                 unroll += value
@@ -143,7 +148,7 @@ def raw_decisions(trace: Any) -> np.ndarray:
         if kind == "SamplePerfectTile":
             values.extend(math.log2(max(int(f), 1)) for f in decisions[i])
         elif kind == "SampleCategorical":
-            values.append(math.log2(1 + max(int(attrs[0][int(decisions[i])]), 0)))
+            values.append(_log_chosen(attrs, decisions[i]))
         else:
             values.append(float(decisions[i]))
     out = np.zeros(1 + RAW_DECISIONS, np.float32)
