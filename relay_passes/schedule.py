@@ -164,7 +164,8 @@ def _per_store_features(mods: list[tvm.IRModule], target: tvm.target.Target) -> 
         return []
     from tvm.s_tir import Schedule
 
+    from tvm_cost.features.program_graph import store_feature_rows
+
     context = feature_context(mods[0], target)
     candidates = [ms.MeasureCandidate(Schedule(m), ms.arg_info.ArgInfo.from_prim_func(m["main"])) for m in mods]
-    extractor = ms.feature_extractor.PerStoreFeature(extract_workload=False)
-    return [t.numpy().astype(np.float32) for t in extractor.extract_from(context, candidates)]
+    return store_feature_rows(context, candidates)

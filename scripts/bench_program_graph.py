@@ -70,9 +70,8 @@ def main() -> None:
 
     import numpy as np
     import tvm
-    from tvm.s_tir import meta_schedule as ms
 
-    from tvm_cost.features.program_graph import program_graphs, to_pyg_batch, workload_globals
+    from tvm_cost.features.program_graph import program_graphs, store_feature_rows, to_pyg_batch, workload_globals
     from tvm_cost.features.program_walk import store_nodes
 
     if args.target == "llvm":
@@ -89,12 +88,11 @@ def main() -> None:
 
     import torch_geometric.data  # noqa: F401  (imported before timing: ~5 s)
 
-    extractor = ms.feature_extractor.PerStoreFeature(extract_workload=False)
     u = workload_globals(context.mod, target_spec=spec)
     times: dict[str, list[float]] = collections.defaultdict(list)
     for _ in range(args.repeats):
         start = time.perf_counter()
-        rows = [t.numpy() for t in extractor.extract_from(context, candidates)]
+        rows = store_feature_rows(context, candidates)
         times["per_store_feature"].append(time.perf_counter() - start)
         start = time.perf_counter()
         graphs = program_graphs(context, candidates, target_spec=spec, store_features=rows, u=u)

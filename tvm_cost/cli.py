@@ -205,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(p)
     p.add_argument("--cost-model", default="auto",
                    choices=("auto", "gnn", "xgb", "ensemble", "ranker", "gnn+ranker", "ranker-trace",
-                            "ranker-screened", "random"),
+                            "ranker-screened", "gnn-screened", "random"),
                    help="what guides the search (tvm_cost.tuning.make_cost_model; default auto: the tree ranker "
                         "on the trace where one ships for the target (llvm), else the GNN augmenting TVM's XGBModel)")
     p.add_argument("--trials", type=int, default=256, help="total measured trials")

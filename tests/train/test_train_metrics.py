@@ -17,6 +17,16 @@ def test_pairwise_accuracy_by_hand():
     assert math.isnan(pairwise_accuracy([1, 1], [0, 1]))
 
 
+def test_pairwise_accuracy_over_pairs_apart_by_a_ratio():
+    latency, score = [1.0, 1.05, 2.0], [1, 2, 0]  # (0,1) 5 % apart and wrong; (0,2), (1,2) right
+    assert pairwise_accuracy(latency, score) == pytest.approx(2 / 3)
+    assert pairwise_accuracy(latency, score, min_ratio=1.1) == pytest.approx(1.0)  # the near-tie left out
+    assert pairwise_accuracy(latency, score, min_ratio=1.05) == pytest.approx(2 / 3)  # exactly r apart counts
+    assert math.isnan(pairwise_accuracy(latency, score, min_ratio=3.0))
+    with pytest.raises(ValueError, match="min_ratio"):
+        pairwise_accuracy(latency, score, min_ratio=0.9)
+
+
 def test_peak_at_k_by_hand():
     latency = [1, 2, 4, 3, 6]
     score = [0, 1, 2, 1, 0]

@@ -73,8 +73,11 @@ def test_train_and_eval_commands(tiny_logs, tmp_path, capsys):
     for name in ("random", "xgb", "gnn", "ensemble", "ranker", "gnn+ranker", "ranker-trace"):
         assert 0.0 <= report["mean"][name]["pairwise_acc"] <= 1.0
     assert np.isfinite(report["mean"]["gnn"]["mape"]) and 0.0 <= report["mean"]["gnn"]["within_2x"] <= 1.0
-    assert set(report["deep_ensemble"]) == {"pairwise_acc", "peak@1", "peak@5", "kendall_tau", "mape", "within_2x",
-                                          "within_2x_slow"}
+    assert set(report["deep_ensemble"]) == {"pairwise_acc", "pairwise_acc_1.1x", "peak@1", "peak@5", "kendall_tau",
+                                          "mape", "within_2x", "within_2x_slow"}
+    for name in ("random", "xgb", "gnn", "ranker"):  # pairs 10 % apart: a subset of all pairs, so NaN or in [0, 1]
+        apart = report["mean"][name]["pairwise_acc_1.1x"]
+        assert np.isnan(apart) or 0.0 <= apart <= 1.0
     assert "deep ensemble of the seeds" in capsys.readouterr().out
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert main(["eval", str(tiny_logs), "--test-families", "each", "--seeds", "0", *small,

@@ -1,4 +1,4 @@
-"""ScreenedCostModel: the screen's best go to the model and rank above the rest; the contract with two rankers."""
+"""ScreenedCostModel: the screen's best go to the model and rank above the rest; the contract with its two kinds."""
 
 from __future__ import annotations
 
@@ -59,3 +59,14 @@ def test_contract_with_the_trace_ranker_screening_the_rows_ranker(task, pretrain
     assert model.screen.featurizer is model.model.featurizer  # the task's globals computed once for both
     with pytest.raises(TvmCostError, match="cannot read the screened cost model"):
         make().load(str(tmp_path / "nothing"))
+
+
+def test_contract_with_the_trace_ranker_screening_the_gnn(task, pretrained, tmp_path):
+    def make():
+        model = make_cost_model("gnn-screened", checkpoint=None, ranker=pretrained, seed=3)
+        model._inst.keep, model._inst.min_kept = 0.25, 1
+        return model
+
+    model = assert_cost_model_contract(make, *task, tmp_path)
+    assert model.screen.describe()["measured"] == len(task[1])
+    assert model.screen.featurizer is model.model.featurizer  # one graph cache: the GNN's, globals for the screen

@@ -25,7 +25,7 @@ def test_make_cost_model_kinds(tmp_path, monkeypatch):
 
     monkeypatch.setattr(checkpoints, "CHECKPOINT_DIR", tmp_path)  # nothing shipped: untrained GNN
     assert COST_MODEL_KINDS == ("auto", "gnn", "xgb", "ensemble", "ranker", "gnn+ranker", "ranker-trace",
-                                "ranker-screened", "random")
+                                "ranker-screened", "gnn-screened", "random")
     assert isinstance(make_cost_model("gnn", target="llvm"), GNNCostModel)
     assert is_xgb(make_cost_model("xgb"))
     assert isinstance(make_cost_model("ensemble", target="llvm"), EnsembleCostModel)
@@ -38,12 +38,16 @@ def test_make_cost_model_kinds(tmp_path, monkeypatch):
     screened = make_cost_model("ranker-screened", target="llvm")
     assert isinstance(screened, ScreenedCostModel) and screened.screen.feature_set == "trace"
     assert screened.model.feature_set == "rows" and screened.screen.featurizer is screened.model.featurizer
+    gnn_screened = make_cost_model("gnn-screened", target="llvm")
+    assert isinstance(gnn_screened, ScreenedCostModel) and isinstance(gnn_screened.model, GNNCostModel)
+    assert gnn_screened.screen.feature_set == "trace"
+    assert gnn_screened.screen.featurizer is gnn_screened.model.featurizer
     assert isinstance(make_cost_model("random", seed=1), ms.cost_model.RandomModel)
     mine = GNNCostModel(checkpoint=None)
     assert make_cost_model(mine) is mine
     for bad in ("mlp", "GNN", 3, None):
         with pytest.raises(ValueError, match="choices: auto, gnn, xgb, ensemble, ranker, gnn\\+ranker, ranker-trace, "
-                                             "ranker-screened, random"):
+                                             "ranker-screened, gnn-screened, random"):
             make_cost_model(bad)  # type: ignore[arg-type]
 
 

@@ -141,14 +141,13 @@ def process_task(task: _RawTask, *, target_spec: Any, batch_size: int = 64) -> d
     from tvm.s_tir.schedule import Trace
 
     from relay_passes.schedule import feature_context
-    from tvm_cost.features.program_graph import program_graphs, workload_globals
+    from tvm_cost.features.program_graph import program_graphs, store_feature_rows, workload_globals
 
     mod = ms.database.Workload.from_json([task.shash, task.workload]).mod
     target = tvm.target.Target(task.target)
     spec = target_spec if target_spec is not None else dict(target.export())
     context = feature_context(mod, target)
     u = workload_globals(mod, target_spec=spec)
-    extractor = ms.feature_extractor.PerStoreFeature(extract_workload=False)
     graphs: list[dict[str, np.ndarray]] = []
     latency_ms: list[float] = []
     index: list[int] = []
@@ -166,7 +165,7 @@ def process_task(task: _RawTask, *, target_spec: Any, batch_size: int = 64) -> d
             cands.append(ms.MeasureCandidate(sch, ms.arg_info.ArgInfo.from_prim_func(sch.mod["main"])))
         if not cands:
             continue
-        rows = [t.numpy() for t in extractor.extract_from(context, cands)]
+        rows = store_feature_rows(context, cands)
         for (i, ms_value), g in zip(kept, program_graphs(context, cands, target_spec=spec, store_features=rows, u=u),
                                     strict=True):
             if g["x"].shape[0] == 0:

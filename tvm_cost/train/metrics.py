@@ -34,19 +34,24 @@ def _pair(a: ArrayLike, b: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-def pairwise_accuracy(latency: ArrayLike, score: ArrayLike, group: ArrayLike | None = None) -> float:
+def pairwise_accuracy(latency: ArrayLike, score: ArrayLike, group: ArrayLike | None = None, *,
+                      min_ratio: float = 1.0) -> float:
     """Share of same-group pairs with different latencies that `score` orders correctly.
 
     A pair ``(i, j)`` with ``latency_i < latency_j`` is correct when ``score_i > score_j`` and counts one half
-    when the scores tie. Pairs are pooled over all groups (a group of n candidates weighs ~n^2). NaN when no
-    pair qualifies.
+    when the scores tie. Pairs are pooled over all groups (a group of n candidates weighs ~n^2). With `min_ratio`
+    r > 1 only pairs with ``latency_j >= r * latency_i`` count: those a tuner gains from ordering, apart from the
+    near-ties that measurement noise may order either way. NaN when no pair qualifies.
     """
+    if min_ratio < 1.0:
+        raise ValueError(f"min_ratio={min_ratio} must be >= 1")
     lat, sc = _pair(latency, score)
     correct, total = 0.0, 0
     for idx in _groups(group, lat.shape[0]):
         la, s = lat[idx], sc[idx]
         for start in range(0, idx.shape[0], 1024):  # row chunks bound memory for large groups
-            dl = la[start:start + 1024, None] < la[None, :]
+            rows = la[start:start + 1024, None]
+            dl = (rows < la[None, :]) & (rows * min_ratio <= la[None, :])
             ds = np.sign(s[start:start + 1024, None] - s[None, :])
             correct += float((dl & (ds > 0)).sum()) + 0.5 * float((dl & (ds == 0)).sum())
             total += int(dl.sum())

@@ -23,9 +23,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CostModelKind = Literal["auto", "gnn", "xgb", "ensemble", "ranker", "gnn+ranker", "ranker-trace", "ranker-screened",
-                        "random"]
+                        "gnn-screened", "random"]
 COST_MODEL_KINDS: tuple[str, ...] = ("auto", "gnn", "xgb", "ensemble", "ranker", "gnn+ranker", "ranker-trace",
-                                     "ranker-screened", "random")
+                                     "ranker-screened", "gnn-screened", "random")
 AUTO_WITH_RANKER = "ranker-trace"
 """What "auto" tunes with where its ranker ships for the target: on held-out CPU tasks the ranker on the trace
 alone was ahead of XGBModel and the other rankers at every budget over 30 runs side by side, reached XGBModel's
@@ -57,13 +57,14 @@ def make_cost_model(kind: CostModelKind | ms.cost_model.CostModel, *, target: An
             (`EnsembleCostModel` of the GNN and the ranker, one featurizer; equal weights from the start, or,
             without a pretrained ranker for the target, the ranker weighted in once it has fit its booster),
             "ranker-trace" (`RankerCostModel` on the trace alone: no PerStoreFeature), "ranker-screened"
-            (`ScreenedCostModel`: "ranker-trace" screens, "ranker" ranks the quarter it keeps), "random"
-            (`RandomModel`), or a `ms.cost_model.CostModel` instance.
+            (`ScreenedCostModel`: "ranker-trace" screens, "ranker" ranks the quarter it keeps), "gnn-screened"
+            ("ranker-trace" screens, the GNN ranks the quarter it keeps), "random" (`RandomModel`), or a
+            `ms.cost_model.CostModel` instance.
         target: The tuning target (picks the GNN checkpoint); None: found from the first tune context.
         seed: Seed of the GNN's initial weights / dropout, or of the random model.
-        checkpoint: The GNN's weights ("gnn", "ensemble", "gnn+ranker"): "auto" (shipped for `target`), None
-            (untrained) or a path (`GNNCostModel`'s `checkpoint`).
-        ranker: The rankers' boosters ("ranker", "gnn+ranker", "ranker-trace", "ranker-screened"): "auto", None
+        checkpoint: The GNN's weights ("gnn", "ensemble", "gnn+ranker", "gnn-screened"): "auto" (shipped for
+            `target`), None (untrained) or a path (`GNNCostModel`'s `checkpoint`).
+        ranker: The rankers' boosters (every kind with "ranker" or "screened" in its name): "auto", None
             or the path ``OUT`` of a "rows" booster (`RankerCostModel`), whose "trace" booster is ``OUT-trace``.
 
     Raises:
@@ -90,7 +91,7 @@ def make_cost_model(kind: CostModelKind | ms.cost_model.CostModel, *, target: An
         return make_xgb()
     if kind == "ensemble":
         return EnsembleCostModel(GNNCostModel(checkpoint=checkpoint, target=target, config=config))
-    if kind in ("ranker", "gnn+ranker", "ranker-trace", "ranker-screened"):
+    if kind in ("ranker", "gnn+ranker", "ranker-trace", "ranker-screened", "gnn-screened"):
         from tvm_cost.tuning.ranker_model import MIN_FIT, RankerCostModel, trace_checkpoint
         from tvm_cost.tuning.replay import CandidateFeaturizer
         from tvm_cost.tuning.screen import ScreenedCostModel
@@ -106,6 +107,9 @@ def make_cost_model(kind: CostModelKind | ms.cost_model.CostModel, *, target: An
             return ScreenedCostModel(screen, RankerCostModel(ranker, target=target, featurizer=featurizer,
                                                              seed=seed or 0))
         gnn = GNNCostModel(checkpoint=checkpoint, target=target, config=config)
+        if kind == "gnn-screened":
+            return ScreenedCostModel(RankerCostModel(trace_checkpoint(ranker), target=target, featurizer=gnn.featurizer,
+                                                     features="trace", seed=seed or 0), gnn)
         member = RankerCostModel(ranker, target=target, featurizer=gnn.featurizer, seed=seed or 0)
         # a pretrained ranker counts fully from the first call; one learning from this tune only once it has fit
         return EnsembleCostModel(gnn, member, xgb_warmup=0 if member.base is not None else MIN_FIT)
