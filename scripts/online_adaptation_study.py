@@ -13,6 +13,9 @@ the bench measures them), the rest are ranked. Scored on the rest, in one run:
   `TOP`);
 - ``xgb``: TVM's `XGBModel` fitted on the ``k`` measured candidates only (as in a tune);
 - ``ensemble``: `EnsembleCostModel`'s rank mean of ``gnn-online`` and ``xgb``;
+- with ``--ranker OUT`` (boosters trained without the test families): ``ranker`` and ``ranker-trace``, the
+  pretrained boosters alone, and ``ranker-online`` and ``ranker-trace-online``, each refitted on the ``k`` measured
+  as `RankerCostModel.update` does in a tune (`REFIT_ROUNDS` more trees on the base);
 - ``random``.
 
     python scripts/online_adaptation_study.py --data tuning_logs/llvm-1core-xeon \\
@@ -28,6 +31,26 @@ from typing import Any
 import numpy as np
 
 
+def ranker_online_scores(rankers: dict[str, Any], seen: list[Any], rest: list[Any], *, seed: int
+                         ) -> dict[str, np.ndarray]:
+    """Scores of `rest` by each pretrained booster (name "ranker" or "ranker-trace") alone and refitted on `seen`
+    ("...-online"), as `RankerCostModel` refits in a tune: `REFIT_ROUNDS` trees added to the base."""
+    import xgboost as xgb
+
+    from tvm_cost.tuning.ranker import ranker_features, train_booster
+    from tvm_cost.tuning.ranker_model import REFIT_ROUNDS
+
+    out = {}
+    latency = np.array([d.latency_ms for d in seen])
+    for features, base in rankers.items():
+        name = "ranker" if features == "rows" else "ranker-trace"
+        test = xgb.DMatrix(ranker_features(rest, features))
+        refit = train_booster(ranker_features(seen, features), latency, np.zeros(len(seen), np.int64), seed=seed,
+                              rounds=REFIT_ROUNDS, base=base, nthread=1)
+        out[name], out[f"{name}-online"] = base.predict(test), refit.predict(test)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True)
@@ -36,6 +59,7 @@ def main() -> None:
     parser.add_argument("--measured", default="16,32,64", help="comma-separated k: candidates measured first")
     parser.add_argument("--round", type=int, default=16, help="candidates measured per tune round")
     parser.add_argument("--splits", type=int, default=5)
+    parser.add_argument("--ranker", help="rows booster OUT trained without the test families (OUT-trace beside it)")
     parser.add_argument("--json", help="write the report here")
     args = parser.parse_args()
     import torch
@@ -63,6 +87,16 @@ def main() -> None:
     by_task: dict[int, list[Any]] = {}
     for item in (ds[int(i)] for i in test_idx):
         by_task.setdefault(int(item.group), []).append(item)
+    rankers = {}
+    if args.ranker:
+        from tvm_cost.tuning.ranker import load_ranker
+        from tvm_cost.tuning.ranker_model import trace_checkpoint
+
+        for features, path in (("rows", args.ranker), ("trace", trace_checkpoint(args.ranker))):
+            booster, info = load_ranker(path, features)
+            if not set(held) <= set(info["extra"].get("excluded_families", [])):
+                parser.error(f"the ranker {path} was trained on some of {held}")
+            rankers[features] = booster
     shipped = GNNCostModelConfig()
     variants = {"gnn-adapt": shipped.replace(**ADAPT), "gnn-top": shipped.replace(**TOP)}
     report: dict[str, Any] = {"data": args.data, "checkpoint": args.checkpoint, "test_families": held,
@@ -83,6 +117,8 @@ def main() -> None:
                 for name, s in online_comparison_scores(pretrained, seen, rest, shipped, variants, seed=split,
                                                         round_size=args.round, rng=rng).items():
                     scores.setdefault(name, []).append(s)
+                for name, s in ranker_online_scores(rankers, seen, rest, seed=split).items():
+                    scores.setdefault(name, []).append(s)
                 latency.append([d.latency_ms for d in rest])
                 group.append(np.full(len(rest), g))
             lat, grp = np.concatenate(latency), np.concatenate(group)
@@ -92,7 +128,7 @@ def main() -> None:
         report["results"][str(k)] = {"tasks": len(tasks), "mean": mean}
         print(f"k={k} measured, {len(tasks)} tasks, mean over {args.splits} splits (pairwise / peak@1 / peak@5):")
         for n, m in mean.items():
-            print(f"  {n:<11} {m['pairwise_acc']:.3f} / {m['peak@1']:.3f} / {m['peak@5']:.3f}")
+            print(f"  {n:<19} {m['pairwise_acc']:.3f} / {m['peak@1']:.3f} / {m['peak@5']:.3f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1)
