@@ -51,6 +51,15 @@ def test_make_cost_model_kinds(tmp_path, monkeypatch):
             make_cost_model(bad)  # type: ignore[arg-type]
 
 
+def test_the_tune_command_offers_every_kind():
+    from tvm_cost.cli import build_parser
+
+    parser = build_parser()
+    tune = next(a for a in parser._subparsers._group_actions[0].choices["tune"]._actions  # noqa: SLF001
+                if a.dest == "cost_model")
+    assert tuple(tune.choices) == COST_MODEL_KINDS and tune.default == "auto"
+
+
 def test_auto_takes_the_ranker_where_one_ships_else_the_ensemble(tmp_path, monkeypatch):
     from tvm_cost.tuning import checkpoints
     from tvm_cost.tuning.tune import AUTO_WITH_RANKER
