@@ -153,18 +153,23 @@ def ours(target: Any) -> dict[str, Any]:
     return models
 
 
+def featurized(model: Any) -> list[Any]:
+    """The members of `model` (itself alone, an ensemble's or a screened model's two) that own a featurizer."""
+    if hasattr(model, "gnn"):
+        members = [model.gnn, model.xgb]
+    elif hasattr(model, "screen"):
+        members = [model.screen, model.model]
+    else:
+        members = [model]
+    return [m for m in members if hasattr(m, "featurizer")]
+
+
 def cold(models: dict[str, Any]) -> None:
     """Empty every graph cache (the members of an ensemble or a screened model keep sharing one)."""
     from tvm_cost.tuning.replay import CandidateFeaturizer
 
     for model in models.values():
-        if hasattr(model, "gnn"):
-            members = [model.gnn, model.xgb]
-        elif hasattr(model, "screen"):
-            members = [model.screen, model.model]
-        else:
-            members = [model]
-        members = [m for m in members if hasattr(m, "featurizer")]
+        members = featurized(model)
         if members:
             fresh = CandidateFeaturizer(walk=members[0].featurizer.walk)
             for member in members:
@@ -251,9 +256,7 @@ def main() -> None:
         in_tune = {**ours(target), "xgb": fresh_xgb}
         tune = in_tune_seconds(mod, target, in_tune, trials=args.tune_trials)
         for name in OURS:
-            model = in_tune[name]
-            owner = model.gnn if hasattr(model, "gnn") else model.screen if hasattr(model, "screen") else model
-            featurizer = owner.featurizer
+            featurizer = featurized(in_tune[name])[0].featurizer  # the members share it
             tune[name]["graph_cache"] = {"hits": featurizer.hits, "misses": featurizer.misses}
         report["in_tune"] = {"trials": args.tune_trials, "seconds": tune,
                              "ratio_over_xgb": {n: {k: tune[n][k] / tune["xgb"][k] for k in ("predict_s", "update_s")}

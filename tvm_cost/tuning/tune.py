@@ -96,20 +96,22 @@ def make_cost_model(kind: CostModelKind | ms.cost_model.CostModel, *, target: An
         from tvm_cost.tuning.replay import CandidateFeaturizer
         from tvm_cost.tuning.screen import ScreenedCostModel
 
+        def trace_ranker(featurizer: CandidateFeaturizer) -> RankerCostModel:
+            return RankerCostModel(trace_checkpoint(ranker), target=target, featurizer=featurizer, features="trace",
+                                   seed=seed or 0)
+
         if kind == "ranker":
             return RankerCostModel(ranker, target=target, seed=seed or 0)
         if kind in ("ranker-trace", "ranker-screened"):
             featurizer = CandidateFeaturizer(walk=False)  # the task's globals computed once for both
-            screen = RankerCostModel(trace_checkpoint(ranker), target=target, featurizer=featurizer,
-                                     features="trace", seed=seed or 0)
+            screen = trace_ranker(featurizer)
             if kind == "ranker-trace":
                 return screen
             return ScreenedCostModel(screen, RankerCostModel(ranker, target=target, featurizer=featurizer,
                                                              seed=seed or 0))
         gnn = GNNCostModel(checkpoint=checkpoint, target=target, config=config)
         if kind == "gnn-screened":
-            return ScreenedCostModel(RankerCostModel(trace_checkpoint(ranker), target=target, featurizer=gnn.featurizer,
-                                                     features="trace", seed=seed or 0), gnn)
+            return ScreenedCostModel(trace_ranker(gnn.featurizer), gnn)
         member = RankerCostModel(ranker, target=target, featurizer=gnn.featurizer, seed=seed or 0)
         # a pretrained ranker counts fully from the first call; one learning from this tune only once it has fit
         return EnsembleCostModel(gnn, member, xgb_warmup=0 if member.base is not None else MIN_FIT)
