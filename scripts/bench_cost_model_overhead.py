@@ -122,35 +122,15 @@ def in_tune_seconds(mod: Any, target: Any, models: dict[str, Any], *, trials: in
     return spent
 
 
-def gnn_plus_ranker(target: Any) -> Any:
-    """``make_cost_model("gnn+ranker")`` with one torch thread: shipped GNN and ranker, one featurizer."""
-    from tvm_cost.tuning import EnsembleCostModel, GNNCostModel, GNNCostModelConfig, RankerCostModel
-
-    gnn = GNNCostModel(target=target, config=GNNCostModelConfig(num_threads=1))
-    return EnsembleCostModel(gnn, RankerCostModel(target=target, featurizer=gnn.featurizer), xgb_warmup=0)
-
-
-def gnn_screened(target: Any) -> Any:
-    """``make_cost_model("gnn-screened")`` with one torch thread: the shipped trace ranker screens for the GNN."""
-    from tvm_cost.tuning import GNNCostModel, GNNCostModelConfig, RankerCostModel, ScreenedCostModel
-
-    gnn = GNNCostModel(target=target, config=GNNCostModelConfig(num_threads=1))
-    return ScreenedCostModel(RankerCostModel(target=target, featurizer=gnn.featurizer, features="trace"), gnn)
-
-
 OURS = ("gnn", "ranker", "ranker-trace", "ranker-screened", "gnn+ranker", "gnn-screened")
 """The project's cost models timed against XGBModel."""
 
 
 def ours(target: Any) -> dict[str, Any]:
     """`OURS` as `make_cost_model` builds them (shipped weights), the GNN with one torch thread."""
-    from tvm_cost.tuning import GNNCostModel, GNNCostModelConfig, make_cost_model
+    from tvm_cost.tuning import GNNCostModelConfig, make_cost_model
 
-    models = {"gnn": GNNCostModel(target=target, config=GNNCostModelConfig(num_threads=1))}
-    own = ("gnn", "gnn+ranker", "gnn-screened")  # built here with one torch thread
-    models.update({k: make_cost_model(k, target=target) for k in OURS if k not in own})
-    models["gnn+ranker"], models["gnn-screened"] = gnn_plus_ranker(target), gnn_screened(target)
-    return models
+    return {k: make_cost_model(k, target=target, gnn_config=GNNCostModelConfig(num_threads=1)) for k in OURS}
 
 
 def featurized(model: Any) -> list[Any]:

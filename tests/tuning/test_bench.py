@@ -188,6 +188,9 @@ def test_gnn_kinds_take_the_given_checkpoint(tmp_path):
     top = cost_model_for("gnn-top", target={"kind": "llvm", "num-cores": 1}, seed=2, checkpoint=weights)
     assert top.describe()["source"] == str(weights)
     assert (top.config.update_steps, top.config.lr, top.config.rank_top_weight, top.config.seed) == (16, 1e-3, 8.0, 2)
+    screened = cost_model_for("gnn-top-screened", target={"kind": "llvm", "num-cores": 1}, seed=2, checkpoint=weights)
+    assert screened.model.describe()["source"] == str(weights) and screened.model.config == top.config
+    assert screened.screen.feature_set == "trace" and screened.screen.featurizer is screened.model.featurizer
 
 
 def test_only_gnn_explore_changes_the_search():

@@ -28,7 +28,7 @@ from tvm_cost.errors import TvmCostError
 BENCH_KINDS: tuple[str, ...] = ("xgb", "xgb-warm16", "gnn", "ensemble", "ensemble-warm16", "ensemble-xgb2",
                                 "gnn-adapt", "ensemble-adapt", "gnn-explore", "ensemble-acc", "gnn-top",
                                 "ensemble-handoff", "ranker", "gnn+ranker", "ranker-trace", "ranker-screened",
-                                "gnn-screened", "random")
+                                "gnn-screened", "gnn-top-screened", "random")
 ADAPT: dict[str, Any] = {"update_steps": 32, "lr": 1e-3}
 """Online fine-tuning of the "-adapt" kinds: 4x the steps at 2x the learning rate of `GNNCostModelConfig`'s
 defaults, to test whether a GNN that stalls after its first candidates learns the task faster."""
@@ -81,8 +81,9 @@ def cost_model_for(kind: str, *, target: Any, seed: int, checkpoint: str | Path 
     "gnn-explore" is "gnn" (its search differs, `EPS_GREEDY`); "ensemble-acc" is "ensemble-warm16" weighting
     each member by how well it ranked the last rounds (`EnsembleCostModel`'s ``weighting="accuracy"``); "gnn-top"
     is "gnn" fine-tuned with `TOP`; "ensemble-handoff" is "ensemble-warm16" handing off from the GNN to XGBModel
-    between 32 and 96 measurements (``weighting="handoff"``); "ranker", "gnn+ranker", "ranker-trace",
-    "ranker-screened" and "gnn-screened" are `make_cost_model`'s, with the booster `ranker`."""
+    between 32 and 96 measurements (``weighting="handoff"``); "gnn-top-screened" is "gnn-screened" with the GNN
+    fine-tuned as in "gnn-top"; "ranker", "gnn+ranker", "ranker-trace", "ranker-screened" and "gnn-screened" are
+    `make_cost_model`'s, with the booster `ranker`."""
     from tvm_cost.tuning.config import GNNCostModelConfig
     from tvm_cost.tuning.cost_model import GNNCostModel
     from tvm_cost.tuning.ensemble import XGB_WARMUP, EnsembleCostModel
@@ -91,8 +92,9 @@ def cost_model_for(kind: str, *, target: Any, seed: int, checkpoint: str | Path 
 
     if kind == "xgb-warm16":
         return make_xgb(num_warmup_samples=XGB_WARMUP)
-    if kind == "gnn-top":
-        return GNNCostModel(checkpoint=checkpoint, target=target, config=GNNCostModelConfig(seed=seed, **TOP))
+    if kind in ("gnn-top", "gnn-top-screened"):
+        return make_cost_model("gnn" if kind == "gnn-top" else "gnn-screened", target=target, seed=seed,
+                               checkpoint=checkpoint, ranker=ranker, gnn_config=GNNCostModelConfig(seed=seed, **TOP))
     if kind in ("gnn-adapt", "ensemble-adapt"):
         gnn = GNNCostModel(checkpoint=checkpoint, target=target, config=GNNCostModelConfig(seed=seed, **ADAPT))
         return gnn if kind == "gnn-adapt" else EnsembleCostModel(gnn)

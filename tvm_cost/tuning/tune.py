@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     import tvm
     from tvm.s_tir import meta_schedule as ms
 
+    from tvm_cost.tuning.config import GNNCostModelConfig
+
 log = logging.getLogger(__name__)
 
 CostModelKind = Literal["auto", "gnn", "xgb", "ensemble", "ranker", "gnn+ranker", "ranker-trace", "ranker-screened",
@@ -45,8 +47,8 @@ def _tvm_target(target: Any) -> tvm.target.Target:
 
 
 def make_cost_model(kind: CostModelKind | ms.cost_model.CostModel, *, target: Any = None, seed: int | None = None,
-                    checkpoint: str | Path | None = "auto", ranker: str | Path | None = "auto"
-                    ) -> ms.cost_model.CostModel:
+                    checkpoint: str | Path | None = "auto", ranker: str | Path | None = "auto",
+                    gnn_config: GNNCostModelConfig | None = None) -> ms.cost_model.CostModel:
     """A MetaSchedule cost model by kind, or `kind` itself when it already is one.
 
     Args:
@@ -66,6 +68,7 @@ def make_cost_model(kind: CostModelKind | ms.cost_model.CostModel, *, target: An
             `target`), None (untrained) or a path (`GNNCostModel`'s `checkpoint`).
         ranker: The rankers' boosters (every kind with "ranker" or "screened" in its name): "auto", None
             or the path ``OUT`` of a "rows" booster (`RankerCostModel`), whose "trace" booster is ``OUT-trace``.
+        gnn_config: The GNN's online settings (its fine-tuning, e.g.); None: `GNNCostModelConfig` with `seed`.
 
     Raises:
         ValueError: An unknown kind (the message lists the choices), or "auto" without a target.
@@ -84,7 +87,7 @@ def make_cost_model(kind: CostModelKind | ms.cost_model.CostModel, *, target: An
                          "(or a ms.cost_model.CostModel)")
     if kind == "auto":
         kind = auto_kind(target)
-    config = GNNCostModelConfig(seed=seed or 0)
+    config = gnn_config or GNNCostModelConfig(seed=seed or 0)
     if kind == "gnn":
         return GNNCostModel(checkpoint=checkpoint, target=target, config=config)
     if kind == "xgb":
