@@ -85,19 +85,18 @@ def cost_model_for(kind: str, *, target: Any, seed: int, checkpoint: str | Path 
     fine-tuned as in "gnn-top"; "ranker", "gnn+ranker", "ranker-trace", "ranker-screened" and "gnn-screened" are
     `make_cost_model`'s, with the booster `ranker`."""
     from tvm_cost.tuning.config import GNNCostModelConfig
-    from tvm_cost.tuning.cost_model import GNNCostModel
     from tvm_cost.tuning.ensemble import XGB_WARMUP, EnsembleCostModel
     from tvm_cost.tuning.tune import make_cost_model
     from tvm_cost.tuning.xgb import make_xgb
 
     if kind == "xgb-warm16":
         return make_xgb(num_warmup_samples=XGB_WARMUP)
-    if kind in ("gnn-top", "gnn-top-screened"):
-        return make_cost_model("gnn" if kind == "gnn-top" else "gnn-screened", target=target, seed=seed,
-                               checkpoint=checkpoint, ranker=ranker, gnn_config=GNNCostModelConfig(seed=seed, **TOP))
-    if kind in ("gnn-adapt", "ensemble-adapt"):
-        gnn = GNNCostModel(checkpoint=checkpoint, target=target, config=GNNCostModelConfig(seed=seed, **ADAPT))
-        return gnn if kind == "gnn-adapt" else EnsembleCostModel(gnn)
+    finetuned = {"gnn-top": ("gnn", TOP), "gnn-top-screened": ("gnn-screened", TOP), "gnn-adapt": ("gnn", ADAPT),
+                 "ensemble-adapt": ("ensemble", ADAPT)}
+    if kind in finetuned:
+        shipped, settings = finetuned[kind]
+        return make_cost_model(shipped, target=target, seed=seed, checkpoint=checkpoint,  # type: ignore[arg-type]
+                               ranker=ranker, gnn_config=GNNCostModelConfig(seed=seed, **settings))
     if kind in ("ensemble", "ensemble-xgb2", "ensemble-acc", "ensemble-handoff"):
         gnn = make_cost_model("gnn", target=target, seed=seed, checkpoint=checkpoint)
         if kind in ("ensemble-acc", "ensemble-handoff"):
