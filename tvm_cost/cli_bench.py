@@ -118,9 +118,18 @@ def _bench_kernel(args: argparse.Namespace) -> None:
                       f"{summary['median_wall_s'][kind]:.0f}")
     console.print(table)
     for kind, reach in summary["to_reference"].items():
-        console.print(f"{kind} reaches XGBModel's {budgets[-1]}-trial best in a median of {reach['median_trials']} "
-                      f"trials, {reach['median_seconds']} s (reached in {reach['reached']} runs)")
+        console.print(f"{kind}: XGBModel's {budgets[-1]}-trial best {_reach_text(reach)}")
     console.print(f"wrote {out / 'summary.json'}, {plot_curves(runs, out / 'curves.png')}")
+
+
+def _reach_text(reach: dict) -> str:
+    """How many runs reached the reference, and the median trials and seconds to it where at least half did."""
+    trials, seconds = reach["median_trials"], reach["median_seconds"]
+    if trials is None:
+        return "no runs stored"
+    if trials == float("inf"):
+        return f"reached in {reach['reached']} runs, too few for a median"
+    return f"reached in {reach['reached']} runs, after a median of {trials:g} trials, {seconds:.1f} s"
 
 
 def _bench_remeasure(args: argparse.Namespace) -> None:

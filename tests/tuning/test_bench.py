@@ -199,6 +199,16 @@ def test_only_gnn_explore_changes_the_search():
     assert {k: search_eps_greedy(k) for k in BENCH_KINDS if search_eps_greedy(k) != 0.05} == {"gnn-explore": 0.25}
 
 
+def test_the_bench_states_trials_to_the_reference_in_words():
+    from tvm_cost.cli_bench import _reach_text
+    from tvm_cost.tuning.bench import _reach_summary
+
+    assert _reach_text(_reach_summary([(30.0, 12.34), (50.0, 20.0), (np.inf, np.inf)])) == \
+        "reached in 2/3 runs, after a median of 50 trials, 20.0 s"
+    assert _reach_text(_reach_summary([(30.0, 12.34), (np.inf, np.inf)])) == "reached in 1/2 runs, too few for a median"
+    assert _reach_text(_reach_summary([])) == "no runs stored"
+
+
 def test_default_exclusion_covers_every_measured_folder(tmp_path):
     from tvm_cost.cli_bench import _measured_folders
 
