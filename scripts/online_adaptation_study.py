@@ -149,8 +149,8 @@ def main() -> None:
         print(f"k={k} measured, {len(tasks)} tasks, mean over {args.splits} splits (pairwise / peak@1 / peak@5; "
               f"then pairwise / peak@1 among the fastest {args.fast_share:.0%} of each task's rest):")
         for n, m in mean.items():
-            row = [m.get(k, np.nan) for k in ("pairwise_acc", "peak@1", "peak@5")]
-            row_fast = [mean_fast[n].get(k, np.nan) for k in ("pairwise_acc", "peak@1")]
+            row = [m.get(metric, np.nan) for metric in ("pairwise_acc", "peak@1", "peak@5")]
+            row_fast = [mean_fast[n].get(metric, np.nan) for metric in ("pairwise_acc", "peak@1")]
             print(f"  {n:<19} {' / '.join(f'{v:.3f}' for v in row)}    {' / '.join(f'{v:.3f}' for v in row_fast)}")
     if args.json:
         with open(args.json, "w") as f:
