@@ -122,15 +122,19 @@ def in_tune_seconds(mod: Any, target: Any, models: dict[str, Any], *, trials: in
     return spent
 
 
-OURS = ("gnn", "ranker", "ranker-trace", "ranker-screened", "gnn+ranker", "gnn-screened")
-"""The project's cost models timed against XGBModel."""
+OURS = ("gnn", "ranker", "ranker-trace", "ranker-screened", "gnn+ranker", "gnn-screened", "gnn-fast",
+        "gnn-screened-fast")
+"""The project's cost models timed against XGBModel ("-fast": the GNN fine-tuned with the bench's `FAST`)."""
 
 
 def ours(target: Any) -> dict[str, Any]:
     """`OURS` as `make_cost_model` builds them (shipped weights), the GNN with one torch thread."""
     from tvm_cost.tuning import GNNCostModelConfig, make_cost_model
+    from tvm_cost.tuning.bench import FAST
 
-    return {k: make_cost_model(k, target=target, gnn_config=GNNCostModelConfig(num_threads=1)) for k in OURS}
+    config = GNNCostModelConfig(num_threads=1)
+    return {k: make_cost_model(k.removesuffix("-fast"), target=target,
+                               gnn_config=config.replace(**FAST) if k.endswith("-fast") else config) for k in OURS}
 
 
 def featurized(model: Any) -> list[Any]:
@@ -222,14 +226,14 @@ def main() -> None:
               "ratio_gnn_over_xgb_retrain_update": median["gnn"]["update_s"] / median["xgb-retrain"]["update_s"]}
     print(f"task {report['task_name']} ({shash}); predict on {len(candidates)} candidates, update with "
           f"{len(measured)} measured; XGBModel holds {seeded} records of other tasks; GNN: {report['gnn_source']}")
-    print(f"{'':16}{'predict (s)':>14}{'update (s)':>14}")
+    print(f"{'':22}{'predict (s)':>14}{'update (s)':>14}")
     for name in models:
-        print(f"{name:16}{median[name]['predict_s']:>14.3f}{median[name]['update_s']:>14.3f}")
+        print(f"{name:22}{median[name]['predict_s']:>14.3f}{median[name]['update_s']:>14.3f}")
     ratio = report["ratio_gnn_over_xgb"]
-    print(f"{'gnn/xgb':12}{ratio['predict_s']:>13.2f}x{ratio['update_s']:>13.2f}x   (median of {args.repeat}); "
+    print(f"{'gnn/xgb':22}{ratio['predict_s']:>13.2f}x{ratio['update_s']:>13.2f}x   (median of {args.repeat}); "
           f"gnn/xgb-retrain update {median['gnn']['update_s'] / median['xgb-retrain']['update_s']:.2f}x")
     for name, r in report["ratio_over_xgb"].items():
-        print(f"{name + '/xgb':16}{r['predict_s']:>13.2f}x{r['update_s']:>13.2f}x")
+        print(f"{name + '/xgb':22}{r['predict_s']:>13.2f}x{r['update_s']:>13.2f}x")
     if args.tune_trials:
         fresh_xgb = make_xgb(num_threads=1)
         seed_xgb(fresh_xgb, other_tasks)
@@ -243,10 +247,10 @@ def main() -> None:
                                                 for n in OURS}}
         print(f"in a tune of {args.tune_trials} trials (DummyRunner, TVM's default evolutionary search):")
         for name, t in tune.items():
-            print(f"{name:16}{t['predict_s']:>14.3f}{t['update_s']:>14.3f}   {t['predict_calls']} predict calls, "
+            print(f"{name:22}{t['predict_s']:>14.3f}{t['update_s']:>14.3f}   {t['predict_calls']} predict calls, "
                   f"{t['candidates_scored']} candidates scored")
         for name, r in report["in_tune"]["ratio_over_xgb"].items():
-            print(f"{name + '/xgb':20}{r['predict_s']:>11.2f}x{r['update_s']:>13.2f}x   "
+            print(f"{name + '/xgb':22}{r['predict_s']:>13.2f}x{r['update_s']:>13.2f}x   "
                   f"graph cache {tune[name]['graph_cache']}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:

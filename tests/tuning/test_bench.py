@@ -191,6 +191,9 @@ def test_gnn_kinds_take_the_given_checkpoint(tmp_path):
     screened = cost_model_for("gnn-top-screened", target={"kind": "llvm", "num-cores": 1}, seed=2, checkpoint=weights)
     assert screened.model.describe()["source"] == str(weights) and screened.model.config == top.config
     assert screened.screen.feature_set == "trace" and screened.screen.featurizer is screened.model.featurizer
+    fast = cost_model_for("gnn-screened-fast", target={"kind": "llvm", "num-cores": 1}, seed=1, checkpoint=weights)
+    assert fast.model.describe()["source"] == str(weights) and fast.screen.feature_set == "trace"
+    assert (fast.model.config.update_steps, fast.model.config.lr, fast.model.config.seed) == (2, 2e-3, 1)
 
 
 def test_only_gnn_explore_changes_the_search():

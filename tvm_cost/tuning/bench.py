@@ -28,7 +28,7 @@ from tvm_cost.errors import TvmCostError
 BENCH_KINDS: tuple[str, ...] = ("xgb", "xgb-warm16", "gnn", "ensemble", "ensemble-warm16", "ensemble-xgb2",
                                 "gnn-adapt", "ensemble-adapt", "gnn-explore", "ensemble-acc", "gnn-top",
                                 "ensemble-handoff", "ranker", "gnn+ranker", "ranker-trace", "ranker-screened",
-                                "gnn-screened", "gnn-top-screened", "random")
+                                "gnn-screened", "gnn-top-screened", "gnn-screened-fast", "random")
 ADAPT: dict[str, Any] = {"update_steps": 32, "lr": 1e-3}
 """Online fine-tuning of the "-adapt" kinds: 4x the steps at 2x the learning rate of `GNNCostModelConfig`'s
 defaults, to test whether a GNN that stalls after its first candidates learns the task faster."""
@@ -36,6 +36,9 @@ TOP: dict[str, Any] = {"update_steps": 16, "lr": 1e-3, "rank_top_weight": 8.0}
 """Online fine-tuning of "gnn-top": 2x the steps at 2x the learning rate, the ranking loss weighted toward the
 fastest measured, the best of the settings scripts/late_round_study.py tried at ranking a tune's late candidates
 (docs/kernel_model.md)."""
+FAST: dict[str, Any] = {"update_steps": 2, "lr": 2e-3}
+"""Online fine-tuning of "gnn-screened-fast": a quarter of `GNNCostModelConfig`'s default steps at 4x the
+learning rate, which ranked a replayed tune's unmeasured candidates almost as well (docs/kernel_model.md)."""
 REFERENCE_KINDS: tuple[str, ...] = ("xgb", "xgb-warm16")
 EPS_GREEDY: dict[str, float] = {"gnn-explore": 0.25}
 """Share of each round's measured candidates that evolutionary search draws at random, where a kind differs from
@@ -82,8 +85,9 @@ def cost_model_for(kind: str, *, target: Any, seed: int, checkpoint: str | Path 
     each member by how well it ranked the last rounds (`EnsembleCostModel`'s ``weighting="accuracy"``); "gnn-top"
     is "gnn" fine-tuned with `TOP`; "ensemble-handoff" is "ensemble-warm16" handing off from the GNN to XGBModel
     between 32 and 96 measurements (``weighting="handoff"``); "gnn-top-screened" is "gnn-screened" with the GNN
-    fine-tuned as in "gnn-top"; "ranker", "gnn+ranker", "ranker-trace", "ranker-screened" and "gnn-screened" are
-    `make_cost_model`'s, with the booster `ranker`."""
+    fine-tuned as in "gnn-top", "gnn-screened-fast" with it fine-tuned in fewer steps (`FAST`); "ranker",
+    "gnn+ranker", "ranker-trace", "ranker-screened" and "gnn-screened" are `make_cost_model`'s, with the booster
+    `ranker`."""
     from tvm_cost.tuning.config import GNNCostModelConfig
     from tvm_cost.tuning.ensemble import XGB_WARMUP, EnsembleCostModel
     from tvm_cost.tuning.tune import make_cost_model
@@ -91,7 +95,8 @@ def cost_model_for(kind: str, *, target: Any, seed: int, checkpoint: str | Path 
 
     if kind == "xgb-warm16":
         return make_xgb(num_warmup_samples=XGB_WARMUP)
-    finetuned = {"gnn-top": ("gnn", TOP), "gnn-top-screened": ("gnn-screened", TOP), "gnn-adapt": ("gnn", ADAPT),
+    finetuned = {"gnn-top": ("gnn", TOP), "gnn-top-screened": ("gnn-screened", TOP),
+                 "gnn-screened-fast": ("gnn-screened", FAST), "gnn-adapt": ("gnn", ADAPT),
                  "ensemble-adapt": ("ensemble", ADAPT)}
     if kind in finetuned:
         shipped, settings = finetuned[kind]
