@@ -122,19 +122,15 @@ def in_tune_seconds(mod: Any, target: Any, models: dict[str, Any], *, trials: in
     return spent
 
 
-OURS = ("gnn", "ranker", "ranker-trace", "ranker-screened", "gnn+ranker", "gnn-screened", "gnn-fast",
-        "gnn-screened-fast")
-"""The project's cost models timed against XGBModel ("-fast": the GNN fine-tuned with the bench's `FAST`)."""
+OURS = ("gnn", "ranker", "ranker-trace", "ranker-screened", "gnn+ranker", "gnn-screened")
+"""The project's cost models timed against XGBModel."""
 
 
 def ours(target: Any) -> dict[str, Any]:
     """`OURS` as `make_cost_model` builds them (shipped weights), the GNN with one torch thread."""
     from tvm_cost.tuning import GNNCostModelConfig, make_cost_model
-    from tvm_cost.tuning.bench import FAST
 
-    config = GNNCostModelConfig(num_threads=1)
-    return {k: make_cost_model(k.removesuffix("-fast"), target=target,
-                               gnn_config=config.replace(**FAST) if k.endswith("-fast") else config) for k in OURS}
+    return {k: make_cost_model(k, target=target, gnn_config=GNNCostModelConfig(num_threads=1)) for k in OURS}
 
 
 def featurized(model: Any) -> list[Any]:
