@@ -20,7 +20,7 @@ class GNNCostModelConfig:
         exploration: ``kappa`` of an optimistic score on ``mean - kappa * std`` (0: one deterministic pass).
         mc_samples: Forward passes for `predict_with_uncertainty` (and for exploration).
         update_steps: Gradient steps per `update` call (0 disables online fine-tuning). 2 steps at lr 2e-3 rank a
-            replayed tune's unmeasured candidates within 0.3 points of 8 at 5e-4 (the default until run
+            replayed tune's unmeasured candidates within 0.5 points of 8 at 5e-4 (the default until run
             twenty-seven, docs/kernel_model.md), at a quarter of the fine-tuning time.
         update_batch: Candidates per step, the newest results first, the rest drawn from the task's buffer.
         lr, weight_decay, grad_clip: AdamW settings of the fine-tuning.
