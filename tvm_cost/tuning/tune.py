@@ -31,8 +31,8 @@ COST_MODEL_KINDS: tuple[str, ...] = ("auto", "gnn", "xgb", "ensemble", "ranker",
 AUTO_WITH_RANKER = "ranker-trace"
 """What "auto" tunes with where its ranker ships for the target: on held-out CPU tasks the ranker on the trace
 alone was ahead of XGBModel and the other rankers at every budget, reached XGBModel's 128-trial best in a median of
-34.5 trials over 66 runs side by side, and costs 0.07-0.18x XGBModel's predict (docs/kernel_model.md, runs
-twenty-four to twenty-six)."""
+34 trials over 84 runs, and costs 0.06-0.18x XGBModel's predict (docs/kernel_model.md, runs twenty-four to
+twenty-seven)."""
 DEFAULT_BUILD_TIMEOUT_SEC = 120.0
 
 
