@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from tvm_cost.data.cache import save_npz_atomic
 from tvm_cost.e2e.store import E2EStore
 from tvm_cost.errors import TvmCostError
 from tvm_cost.features.schema import SCHEMA
@@ -37,10 +38,7 @@ def graph_arrays_for(record: dict[str, Any], cache_root: Path) -> dict[str, np.n
 
     graph = operator_graph(record["spec"], target=record["target"])
     arrays = {**graph_arrays(graph), "func_names": np.array([n.func_name for n in graph.nodes], dtype=str)}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.npz")
-    np.savez(tmp, **arrays)
-    tmp.replace(path)  # atomic: an interrupted build leaves no half-written cache entry
+    save_npz_atomic(path, arrays)
     return arrays
 
 

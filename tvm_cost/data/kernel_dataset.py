@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from tvm_cost.collect.records import load_records
+from tvm_cost.data.cache import save_npz_atomic
 from tvm_cost.data.splits import Split, group_split
 from tvm_cost.features.program_schema import PROGRAM_SCHEMA
 from tvm_cost.features.trace_decisions import decision_features, raw_decisions
@@ -241,10 +242,7 @@ class KernelDataset(Sequence[Any]):
                 log.warning("%s: unreadable cache entry, rebuilding (%s)", path, err)
         arrays = process_task(task, target_spec=spec, batch_size=batch_size)
         arrays.update(digest=np.asarray(digest), schema_hash=np.asarray(PROGRAM_SCHEMA.hash))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp.npz")
-        np.savez(tmp, **arrays)  # type: ignore[arg-type]  # numpy's stub reads ** as allow_pickle
-        tmp.replace(path)  # atomic: an interrupted build leaves no half-written entry
+        save_npz_atomic(path, arrays)
         return arrays
 
     def __len__(self) -> int:

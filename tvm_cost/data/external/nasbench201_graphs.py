@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from tvm_cost.data.cache import save_npz_atomic
 from tvm_cost.errors import TvmCostError
 
 __all__ = ["GRAPH_KEYS", "NB201_CELLS", "NB201GraphConverter", "cell_order", "graph_path", "load_graphs"]
@@ -111,9 +112,7 @@ class NB201GraphConverter:
             log.warning("nb201 cell %d at batch %d: TVM failed (%s); marked %s", arch_index, batch, last, failed)
             return None
         seconds = time.perf_counter() - start
-        tmp = path.with_suffix(".tmp.npz")
-        np.savez(tmp, **arrays)
-        tmp.replace(path)  # atomic: a killed run leaves no half-written graph
+        save_npz_atomic(path, arrays)
         with open(self.root / "timings.jsonl", "a", encoding="utf-8") as f:
             f.write(json.dumps({"arch_index": arch_index, "batch": batch, "seconds": round(seconds, 4),
                                 "nodes": int(arrays["x"].shape[0])}) + "\n")
