@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
+from typing import Any
 
 DEFAULT_MODELS = ("zoo:mobilenet_v2", "zoo:densenet", "zoo:resnet50", "zoo:mlp")
 
@@ -106,7 +108,7 @@ def _bench_kernel(args: argparse.Namespace) -> None:
         builder.close()
     summary = summarize(runs, budgets)
     summary["command"] = " ".join(sys.argv)
-    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    _write_json(out / "summary.json", summary)
     table = Table(title=f"best latency / XGBModel's best after {budgets[-1]} trials (geometric mean over "
                         f"{summary['tasks']} tasks, median over seeds {summary['seeds']}; lower is better)")
     table.add_column("cost model")
@@ -120,6 +122,22 @@ def _bench_kernel(args: argparse.Namespace) -> None:
     for kind, reach in summary["to_reference"].items():
         console.print(f"{kind}: XGBModel's {budgets[-1]}-trial best {_reach_text(reach)}")
     console.print(f"wrote {out / 'summary.json'}, {plot_curves(runs, out / 'curves.png')}")
+
+
+def _write_json(path: Path, summary: dict) -> None:
+    """`summary` as strict JSON, which other tools (jq, browsers) parse: a non-finite number (a run that never
+    reached a latency: infinitely many trials) is written as null."""
+
+    def strict(value: Any) -> Any:
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        if isinstance(value, dict):
+            return {k: strict(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [strict(v) for v in value]
+        return value
+
+    path.write_text(json.dumps(strict(summary), indent=1, allow_nan=False) + "\n", encoding="utf-8")
 
 
 def _reach_text(reach: dict) -> str:
@@ -164,7 +182,7 @@ def _bench_remeasure(args: argparse.Namespace) -> None:
             made[0].close()
     summary = summarize_remeasured(rows)
     summary["command"] = " ".join(sys.argv) if made else _stored_command(out / "remeasure.json")
-    (out / "remeasure.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    _write_json(out / "remeasure.json", summary)
     table = Table(title=f"best schedule / XGBModel's (geometric mean over {summary['tasks']} tasks, median over "
                         f"seeds {summary['seeds']}; lower is better)")
     for col in ("cost model", "as tuned", "re-measured", "tuned / re-measured"):

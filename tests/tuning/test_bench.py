@@ -126,6 +126,18 @@ def test_cli_refuses_an_unknown_cost_model(tmp_path):
     assert proc.returncode == 2 and "unknown cost model(s) mlp" in proc.stderr, proc.stderr
 
 
+def test_summaries_are_strict_json_with_null_for_never(tmp_path):
+    from tvm_cost.cli_bench import _write_json
+
+    _write_json(tmp_path / "s.json", {"trials_to_reference": {"gnn": [34.0, float("inf")]}, "nan": (float("nan"),)})
+
+    def refuse(name):
+        raise ValueError(name)
+
+    assert json.loads((tmp_path / "s.json").read_text(), parse_constant=refuse) == {
+        "trials_to_reference": {"gnn": [34.0, None]}, "nan": [None]}
+
+
 @pytest.mark.slow
 def test_bench_kernel_cli_measures_a_tiny_task(tmp_path):
     """The whole command with real builds and runs: 1 held-out task of a tiny MLP, 2 cost models, 8 trials."""
