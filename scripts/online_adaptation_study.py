@@ -76,6 +76,8 @@ def main() -> None:
     parser.add_argument("--ranker", help="rows booster OUT trained without the test families (OUT-trace beside it)")
     parser.add_argument("--fast-share", type=float, default=0.25,
                         help="also score among this share of each task's rest, the fastest")
+    parser.add_argument("--variants", default="gnn-adapt,gnn-top,gnn-8x5e-4,gnn-4x1e-3",
+                        help="comma-separated fine-tunings replayed beside the default ('' for none)")
     parser.add_argument("--json", help="write the report here")
     args = parser.parse_args()
     import torch
@@ -114,9 +116,13 @@ def main() -> None:
                 parser.error(f"the ranker {path} was trained on some of {held}")
             rankers[features] = booster
     shipped = GNNCostModelConfig()
-    variants = {"gnn-adapt": shipped.replace(**ADAPT), "gnn-top": shipped.replace(**TOP),
-                "gnn-8x5e-4": shipped.replace(update_steps=8, lr=5e-4),
-                "gnn-4x1e-3": shipped.replace(update_steps=4, lr=1e-3)}
+    known = {"gnn-adapt": shipped.replace(**ADAPT), "gnn-top": shipped.replace(**TOP),
+             "gnn-8x5e-4": shipped.replace(update_steps=8, lr=5e-4),
+             "gnn-4x1e-3": shipped.replace(update_steps=4, lr=1e-3)}
+    chosen = [v for v in args.variants.split(",") if v]
+    if unknown := set(chosen) - set(known):
+        parser.error(f"unknown variants {sorted(unknown)}; choices: {', '.join(known)}")
+    variants = {name: known[name] for name in chosen}
     report: dict[str, Any] = {"data": args.data, "checkpoint": args.checkpoint, "test_families": held,
                               "splits": args.splits, "round": args.round, "results": {}}
     for k in [int(v) for v in args.measured.split(",")]:

@@ -63,6 +63,9 @@ def _add_training_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--batch-size", type=int, default=64, help="candidates per batch (per process under torchrun)")
     p.add_argument("--rank-weight", type=float, default=0.0, help="weight of the pairwise ranking loss")
+    p.add_argument("--rank-top-weight", type=float, default=0.0, metavar="P",
+                   help="weight each pair of the pairwise loss by (task best / faster latency)^P, so the order "
+                        "among fast candidates counts more (0: all pairs alike)")
     p.add_argument("--listwise-weight", type=float, default=1.0, help="weight of the ListMLE loss within tasks")
     p.add_argument("--task-mse-weight", type=float, default=1.0, help="weight of the per-task centered log-MSE")
 
@@ -75,7 +78,8 @@ def _configs(args: argparse.Namespace, seed: int = 0) -> tuple[Any, Any]:
     model = ModelConfig.for_schema(PROGRAM_SCHEMA, hidden=args.hidden, layers=args.layers, heads=("latency",),
                                    readout=args.readout, seed=seed, work_globals=WORK_GLOBALS if args.per_work else ())
     train = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, rank_weight=args.rank_weight,
-                        listwise_weight=args.listwise_weight, task_mse_weight=args.task_mse_weight,
+                        rank_top_weight=args.rank_top_weight, listwise_weight=args.listwise_weight,
+                        task_mse_weight=args.task_mse_weight,
                         batching="group", patience=None, seed=seed)
     return model, train
 

@@ -132,3 +132,20 @@ def test_task_loss_leaves_rank_only_graphs_out_of_the_absolute_error_only():
     assert float(both["mse_latency"]) == pytest.approx((0 + 4 + 16 + 25) / 4)
     for term in ("listwise", "task_mse"):  # ranking within each task still sees every graph
         assert float(home[term]) == pytest.approx(float(both[term]))
+
+
+def test_task_loss_passes_rank_top_weight_to_the_pairwise_term():
+    from types import SimpleNamespace
+
+    from tvm_cost.train import TaskLoss, TrainConfig
+
+    # group 0: the pair among the fast ones (1 ms, 2 ms) misordered, the pair among the slow ones (8, 9 ms) right
+    pred = torch.log(torch.tensor([[3.0], [1.0], [8.0], [9.0]]))
+    batch = SimpleNamespace(y=torch.tensor([[1.0], [2.0], [8.0], [9.0]]), group=torch.tensor([0, 0, 0, 0]))
+    plain = TaskLoss(TrainConfig(rank_weight=1.0), ("latency",))(pred, batch)["rank"]
+    top = TaskLoss(TrainConfig(rank_weight=1.0, rank_top_weight=4.0), ("latency",))(pred, batch)["rank"]
+    score, latency, group = -pred[:, 0], batch.y[:, 0], batch.group
+    torch.testing.assert_close(top, pairwise_ranking_loss(score, latency, group, top_weight=4.0))
+    assert float(top) > float(plain)  # the misordered fast pair weighs more
+    with pytest.raises(ValueError, match="rank_top_weight"):
+        TrainConfig(rank_top_weight=-1.0)

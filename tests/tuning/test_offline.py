@@ -207,6 +207,13 @@ def test_online_adaptation_study_scores_every_model_on_the_unseen_candidates(tin
     assert set(mean) == {"gnn", "gnn-online", "gnn-adapt", "gnn-top", "gnn-8x5e-4", "gnn-4x1e-3", "xgb", "ensemble",
                          "random"}
     assert all(0.0 <= m["pairwise_acc"] <= 1.0 for m in mean.values())
+    subprocess.run([*run, "--checkpoint", str(tmp_path / "no_fam1"), "--json", str(out), "--variants", "gnn-top"],
+                   capture_output=True, check=True)
+    assert set(json.loads(out.read_text())["results"]["4"]["mean"]) == {"gnn", "gnn-online", "gnn-top", "xgb",
+                                                                         "ensemble", "random"}
+    unknown = subprocess.run([*run, "--checkpoint", str(tmp_path / "no_fam1"), "--variants", "gnn-fast"],
+                             capture_output=True, text=True)
+    assert unknown.returncode == 2 and "unknown variants ['gnn-fast']" in unknown.stderr
 
     assert main(["train", str(tiny_logs), "--out", str(tmp_path / "all"), *small]) == 0
     refused = subprocess.run([*run, "--checkpoint", str(tmp_path / "all")], capture_output=True, text=True)

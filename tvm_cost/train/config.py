@@ -26,6 +26,8 @@ class TrainConfig:
         restore_best: Load the weights of the best monitored epoch at the end.
         grad_clip: Max global gradient norm; None disables clipping.
         rank_weight, rank_loss: Weight and kind of the pairwise ranking loss on the latency head (0 disables).
+        rank_top_weight: `pairwise_ranking_loss`'s `top_weight`: pairs weighted toward each task's fastest
+            candidates (0: all pairs alike), for a model that orders good schedules, the choice late in a search.
         listwise_weight, listwise: Weight and kind ("listmle" or "listnet") of the listwise loss (0 disables).
         task_mse_weight: Weight of the log-MSE centered per group on the latency head (0 disables), a regression
             of how candidates differ within their task.
@@ -52,6 +54,7 @@ class TrainConfig:
     grad_clip: float | None = 5.0
     rank_weight: float = 0.0
     rank_loss: Literal["logistic", "hinge"] = "logistic"
+    rank_top_weight: float = 0.0
     listwise_weight: float = 0.0
     listwise: Literal["listmle", "listnet"] = "listmle"
     task_mse_weight: float = 0.0
@@ -69,9 +72,9 @@ class TrainConfig:
             if getattr(self, name) not in allowed:
                 raise ValueError(f"TrainConfig: unknown {name} {getattr(self, name)!r}; choices: "
                                  f"{', '.join(allowed)}")
-        if self.epochs < 0 or self.batch_size < 1 or self.lr <= 0:
-            raise ValueError(f"TrainConfig: epochs={self.epochs}, batch_size={self.batch_size}, lr={self.lr} "
-                             "must be >= 0, >= 1, > 0")
+        if self.epochs < 0 or self.batch_size < 1 or self.lr <= 0 or self.rank_top_weight < 0:
+            raise ValueError(f"TrainConfig: epochs={self.epochs}, batch_size={self.batch_size}, lr={self.lr}, "
+                             f"rank_top_weight={self.rank_top_weight} must be >= 0, >= 1, > 0, >= 0")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

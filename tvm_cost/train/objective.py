@@ -45,7 +45,8 @@ class TaskLoss:
         if group is not None and (c.rank_weight > 0 or c.listwise_weight > 0 or c.task_mse_weight > 0):
             score, latency, group = -pred[:, self.rank_head], y[:, self.rank_head], group.reshape(-1)
             if c.rank_weight > 0:
-                terms["rank"] = c.rank_weight * pairwise_ranking_loss(score, latency, group, kind=c.rank_loss)
+                terms["rank"] = c.rank_weight * pairwise_ranking_loss(score, latency, group, kind=c.rank_loss,
+                                                                      top_weight=c.rank_top_weight)
             if c.listwise_weight > 0:
                 fn = listmle_loss if c.listwise == "listmle" else listnet_loss
                 terms["listwise"] = c.listwise_weight * fn(score, latency, group)
