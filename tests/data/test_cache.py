@@ -13,6 +13,7 @@ def test_writers_of_one_entry_at_once_each_leave_a_whole_file(tmp_path):
     with np.load(path) as data:
         assert len(set(data["x"].tolist())) == 1  # one writer's array, whole
     assert [p.name for p in path.parent.iterdir()] == ["entry.npz"]  # no temporary file left
+    assert path.stat().st_mode & 0o777 == 0o644  # readable by others
 
 
 def test_a_failed_write_leaves_neither_entry_nor_temporary_file(tmp_path):
