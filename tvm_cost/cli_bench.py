@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -66,7 +65,7 @@ def _bench_kernel(args: argparse.Namespace) -> None:
     from tvm_cost.collect.fast import make_builder, make_runner, preload_tensor_intrinsics
     from tvm_cost.errors import TvmCostError
     from tvm_cost.tuning.bench import BENCH_KINDS, BenchRun, RunStore, held_out_tasks, plot_curves, run_bench, \
-        summarize, workload_hashes
+        summarize, workload_hashes, write_json
     from tvm_cost.tuning.tune import _tvm_target
 
     console = Console(width=None if sys.stdout.isatty() else 200)
@@ -108,7 +107,7 @@ def _bench_kernel(args: argparse.Namespace) -> None:
         builder.close()
     summary = summarize(runs, budgets)
     summary["command"] = " ".join(sys.argv)
-    _write_json(out / "summary.json", summary)
+    write_json(out / "summary.json", summary)
     table = Table(title=f"best latency / XGBModel's best after {budgets[-1]} trials (geometric mean over "
                         f"{summary['tasks']} tasks, median over seeds {summary['seeds']}; lower is better)")
     table.add_column("cost model")
@@ -122,22 +121,6 @@ def _bench_kernel(args: argparse.Namespace) -> None:
     for kind, reach in summary["to_reference"].items():
         console.print(f"{kind}: XGBModel's {budgets[-1]}-trial best {_reach_text(reach)}")
     console.print(f"wrote {out / 'summary.json'}, {plot_curves(runs, out / 'curves.png')}")
-
-
-def _write_json(path: Path, summary: dict) -> None:
-    """`summary` as strict JSON, which other tools (jq, browsers) parse: a non-finite number (a run that never
-    reached a latency: infinitely many trials) is written as null."""
-
-    def strict(value: Any) -> Any:
-        if isinstance(value, float) and not math.isfinite(value):
-            return None
-        if isinstance(value, dict):
-            return {k: strict(v) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [strict(v) for v in value]
-        return value
-
-    path.write_text(json.dumps(strict(summary), indent=1, allow_nan=False) + "\n", encoding="utf-8")
 
 
 def _reach_text(reach: dict) -> str:
@@ -157,7 +140,7 @@ def _bench_remeasure(args: argparse.Namespace) -> None:
 
     from tvm_cost.collect.fast import make_builder, make_runner
     from tvm_cost.errors import TvmCostError
-    from tvm_cost.tuning.bench import RunStore
+    from tvm_cost.tuning.bench import RunStore, write_json
     from tvm_cost.tuning.remeasure import remeasure_runs, summarize_remeasured
 
     console = Console(width=None if sys.stdout.isatty() else 200)
@@ -182,7 +165,7 @@ def _bench_remeasure(args: argparse.Namespace) -> None:
             made[0].close()
     summary = summarize_remeasured(rows)
     summary["command"] = " ".join(sys.argv) if made else _stored_command(out / "remeasure.json")
-    _write_json(out / "remeasure.json", summary)
+    write_json(out / "remeasure.json", summary)
     table = Table(title=f"best schedule / XGBModel's (geometric mean over {summary['tasks']} tasks, median over "
                         f"seeds {summary['seeds']}; lower is better)")
     for col in ("cost model", "as tuned", "re-measured", "tuned / re-measured"):

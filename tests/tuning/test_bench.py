@@ -127,9 +127,9 @@ def test_cli_refuses_an_unknown_cost_model(tmp_path):
 
 
 def test_summaries_are_strict_json_with_null_for_never(tmp_path):
-    from tvm_cost.cli_bench import _write_json
+    from tvm_cost.tuning.bench import write_json
 
-    _write_json(tmp_path / "s.json", {"trials_to_reference": {"gnn": [34.0, float("inf")]}, "nan": (float("nan"),)})
+    write_json(tmp_path / "s.json", {"trials_to_reference": {"gnn": [34.0, float("inf")]}, "nan": (float("nan"),)})
 
     def refuse(name):
         raise ValueError(name)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import re
 import shutil
 import tempfile
@@ -285,6 +286,22 @@ def run_bench(tasks: Sequence[BenchTask], kinds: Sequence[str], seeds: Sequence[
 def _best_at(run: BenchRun, budget: int) -> float:
     curve = run.best_curve()
     return float(curve[min(budget, len(curve)) - 1]) if len(curve) else np.inf
+
+
+def write_json(path: str | Path, summary: dict[str, Any]) -> None:
+    """`summary` (of `summarize` or a re-measure) as strict JSON, which other tools (jq, browsers) parse: a
+    non-finite number (a run that never reached a latency: infinitely many trials) is written as null."""
+
+    def strict(value: Any) -> Any:
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        if isinstance(value, dict):
+            return {k: strict(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [strict(v) for v in value]
+        return value
+
+    Path(path).write_text(json.dumps(strict(summary), indent=1, allow_nan=False) + "\n", encoding="utf-8")
 
 
 def summarize(runs: Sequence[BenchRun], budgets: Sequence[int], *,
