@@ -42,14 +42,14 @@ def main() -> None:
     from rich.progress import track
 
     from tvm_cost.data.kernel_dataset import KernelDataset
-    from tvm_cost.features.program_schema import PROGRAM_SCHEMA
+    from tvm_cost.features.program_schema import CANDIDATE_SCHEMA
     from tvm_cost.train import load_checkpoint
     from tvm_cost.tuning.bench import ADAPT, TOP, RunStore, record_folder
     from tvm_cost.tuning.config import GNNCostModelConfig
     from tvm_cost.tuning.offline import online_comparison_scores, ranking_metrics
 
     torch.set_num_threads(1)
-    pretrained, _ = load_checkpoint(args.checkpoint, schema=PROGRAM_SCHEMA)
+    pretrained, _ = load_checkpoint(args.checkpoint, schema=CANDIDATE_SCHEMA)
     bench = Path(args.bench)
     runs = RunStore(bench / "runs.jsonl").runs
     if not runs:

@@ -83,7 +83,7 @@ def main() -> None:
     import torch
     from rich.progress import track
 
-    from tvm_cost.features.program_schema import PROGRAM_SCHEMA
+    from tvm_cost.features.program_schema import CANDIDATE_SCHEMA
     from tvm_cost.train import load_checkpoint
     from tvm_cost.tuning.bench import ADAPT, TOP
     from tvm_cost.tuning.config import GNNCostModelConfig
@@ -96,7 +96,7 @@ def main() -> None:
     )
 
     torch.set_num_threads(1)
-    pretrained, meta = load_checkpoint(args.checkpoint, schema=PROGRAM_SCHEMA)
+    pretrained, meta = load_checkpoint(args.checkpoint, schema=CANDIDATE_SCHEMA)
     held = args.test_families.split(",")
     if not set(held) <= set(meta["extra"].get("excluded_families", [])):
         parser.error(f"the checkpoint was trained on some of {held}: {meta['extra'].get('excluded_families')}")

@@ -39,6 +39,7 @@ def main() -> None:
     args = parser.parse_args()
     from pathlib import Path
 
+    from tvm_cost.features.program_schema import PROGRAM_SCHEMA
     from tvm_cost.features.trace_decisions import DECISION_COLUMNS
     from tvm_cost.tuning.offline import RANKING_METRICS, family_split, load_kernel_dataset, ranking_metrics, \
         task_families
@@ -47,7 +48,7 @@ def main() -> None:
     ds = load_kernel_dataset(args.data)
     features = ranker_features(list(ds))  # rows summed, rows maxed, task globals, decisions
     psf, decisions = features[:, :-len(DECISION_COLUMNS)], features[:, -len(DECISION_COLUMNS):]
-    task_globals = psf[:, -ds[0].u.shape[1]:]
+    task_globals = psf[:, -len(PROGRAM_SCHEMA.globals):]
     latency, group = ds.latency_ms, np.array([int(d.group) for d in ds])
     train, test = family_split(ds.groups, task_families(args.data), args.test_families.split(","))
     rng = np.random.default_rng(0)

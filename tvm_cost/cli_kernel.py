@@ -71,11 +71,11 @@ def _add_training_args(p: argparse.ArgumentParser) -> None:
 
 
 def _configs(args: argparse.Namespace, seed: int = 0) -> tuple[Any, Any]:
-    from tvm_cost.features.program_schema import PROGRAM_SCHEMA, WORK_GLOBALS
+    from tvm_cost.features.program_schema import CANDIDATE_SCHEMA, WORK_GLOBALS
     from tvm_cost.models import ModelConfig
     from tvm_cost.train import TrainConfig
 
-    model = ModelConfig.for_schema(PROGRAM_SCHEMA, hidden=args.hidden, layers=args.layers, heads=("latency",),
+    model = ModelConfig.for_schema(CANDIDATE_SCHEMA, hidden=args.hidden, layers=args.layers, heads=("latency",),
                                    readout=args.readout, seed=seed, work_globals=WORK_GLOBALS if args.per_work else ())
     train = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, rank_weight=args.rank_weight,
                         rank_top_weight=args.rank_top_weight, listwise_weight=args.listwise_weight,
@@ -160,7 +160,7 @@ def _train(args: argparse.Namespace) -> None:
     import torch.distributed as dist
 
     from tvm_cost.collect.manifest import manifest_gpu
-    from tvm_cost.features.program_schema import PROGRAM_SCHEMA
+    from tvm_cost.features.program_schema import CANDIDATE_SCHEMA
     from tvm_cost.train import pairwise_accuracy, save_checkpoint
     from tvm_cost.tuning.offline import data_target, predict_log_ms, train_gnn, with_rank_only
 
@@ -194,7 +194,7 @@ def _train(args: argparse.Namespace) -> None:
         tasks = len(set(group))
         fit_acc = pairwise_accuracy(latency, -predict_log_ms(model, items), group)
         target = _target(args) or data_target(args.data)
-        weights = save_checkpoint(args.out, model, schema=PROGRAM_SCHEMA, extra={
+        weights = save_checkpoint(args.out, model, schema=CANDIDATE_SCHEMA, extra={
             "target": target, "data": str(args.data), "records": len(items), "tasks": tasks,
             "excluded_families": excluded,
             "rank_data": [{"data": str(path), "records": len(e), "measured_on": _measured_on(path, target)}

@@ -13,7 +13,8 @@ from tvm.s_tir import meta_schedule as ms
 from tvm_cost.data import kernel_dataset
 from tvm_cost.data.kernel_dataset import KernelDataset, pack_graphs, unpack_graphs
 from tvm_cost.errors import TvmCostError
-from tvm_cost.features.program_schema import PROGRAM_SCHEMA
+from tvm_cost.features.program_schema import CANDIDATE_SCHEMA, PROGRAM_SCHEMA
+from tvm_cost.features.trace_decisions import candidate_globals, trace_json
 
 LLVM = tvm.target.Target({"kind": "llvm", "num-cores": 2})
 
@@ -71,7 +72,7 @@ def test_records_become_labelled_graphs(db_root):
     assert sorted(sizes.values()) == [3, 5]
     for d in ds:
         assert d.x.shape[1] == len(PROGRAM_SCHEMA.node) and d.x.shape[0] == 2  # stores C and D
-        assert d.edge_attr.shape[1] == len(PROGRAM_SCHEMA.edge) and d.u.shape == (1, len(PROGRAM_SCHEMA.globals))
+        assert d.edge_attr.shape[1] == len(PROGRAM_SCHEMA.edge) and d.u.shape == (1, len(CANDIDATE_SCHEMA.globals))
         assert d.y.shape == (1, 1) and d.group.dtype == torch.int64
         assert ds.tasks[int(d.group)] == d.task
     # labels: mean run_secs in ms, log kept beside
@@ -93,8 +94,13 @@ def test_replayed_graph_matches_the_original_schedule(db_root):
     cand = ms.MeasureCandidate(sch, ms.arg_info.ArgInfo.from_prim_func(sch.mod["main"]))
     want = program_graphs(feature_context(mod, LLVM), [cand], target_spec="llvm")[0]
     label = np.mean(synthetic_secs(2)) * 1e3
-    match = [d for d in ds if abs(d.latency_ms - label) < 1e-9 and torch.equal(d.u, torch.from_numpy(want["u"]))]
+    workload = torch.from_numpy(want["u"])
+    match = [d for d in ds if abs(d.latency_ms - label) < 1e-9 and torch.equal(d.u[:, :workload.shape[1]], workload)]
     assert len(match) == 1
+    # its globals: the task's, then the decisions of the stored trace, as a live candidate's trace gives them
+    u = candidate_globals(want["u"], trace_json(sch.trace))
+    assert u.shape == (1, len(CANDIDATE_SCHEMA.globals)) and u[0, len(PROGRAM_SCHEMA.globals):].any()
+    torch.testing.assert_close(match[0].u, torch.from_numpy(u))
     torch.testing.assert_close(match[0].x, torch.from_numpy(want["x"]))
     torch.testing.assert_close(match[0].edge_index, torch.from_numpy(want["edge_index"]))
 

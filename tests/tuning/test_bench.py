@@ -171,11 +171,11 @@ def test_bench_kernel_cli_measures_a_tiny_task(tmp_path):
 def test_gnn_kinds_take_the_given_checkpoint(tmp_path):
     from test_cost_model import small_seernet
 
-    from tvm_cost.features.program_schema import PROGRAM_SCHEMA
+    from tvm_cost.features.program_schema import CANDIDATE_SCHEMA
     from tvm_cost.train import save_checkpoint
     from tvm_cost.tuning.bench import cost_model_for
 
-    weights = save_checkpoint(tmp_path / "held_out_families", small_seernet(), schema=PROGRAM_SCHEMA)
+    weights = save_checkpoint(tmp_path / "held_out_families", small_seernet(), schema=CANDIDATE_SCHEMA)
     gnn = cost_model_for("gnn", target={"kind": "llvm", "num-cores": 1}, seed=0, checkpoint=weights)
     assert gnn.describe()["source"] == str(weights)
     ensemble = cost_model_for("ensemble", target={"kind": "llvm", "num-cores": 1}, seed=0, checkpoint=weights)

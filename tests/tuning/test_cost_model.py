@@ -11,7 +11,7 @@ import torch
 from cost_model_contract import assert_cost_model_contract, scores
 
 from tvm_cost.errors import TvmCostError
-from tvm_cost.features.program_schema import PROGRAM_SCHEMA
+from tvm_cost.features.program_schema import CANDIDATE_SCHEMA
 from tvm_cost.models import ModelConfig, SeerNet
 from tvm_cost.train import pairwise_accuracy, save_checkpoint
 from tvm_cost.tuning import GNNCostModel, GNNCostModelConfig, checkpoints, scores_from_log_latency
@@ -83,7 +83,7 @@ def test_uncertainty(task):
 
 # --- checkpoints -----------------------------------------------------------------------------------------------
 def small_seernet() -> SeerNet:
-    return SeerNet(ModelConfig.for_schema(PROGRAM_SCHEMA, hidden=16, layers=1))
+    return SeerNet(ModelConfig.for_schema(CANDIDATE_SCHEMA, hidden=16, layers=1))
 
 
 def test_a_per_work_checkpoint_scales_predictions_with_the_task_work(task, tmp_path):
@@ -97,7 +97,7 @@ def test_a_per_work_checkpoint_scales_predictions_with_the_task_work(task, tmp_p
     per_work = SeerNet(plain.config.replace(work_globals=WORK_GLOBALS))
     per_work.load_state_dict(plain.state_dict())
     for name, model in (("plain", plain), ("per_work", per_work)):
-        save_checkpoint(tmp_path / name, model, schema=PROGRAM_SCHEMA)
+        save_checkpoint(tmp_path / name, model, schema=CANDIDATE_SCHEMA)
     mean = {name: GNNCostModel(checkpoint=tmp_path / name).predict_with_uncertainty(context, candidates)[0]
             for name in ("plain", "per_work")}
     u = workload_globals(context.mod, target_spec={"kind": "llvm", "num-cores": 2})[0]
@@ -108,7 +108,7 @@ def test_a_per_work_checkpoint_scales_predictions_with_the_task_work(task, tmp_p
 def test_shipped_checkpoint_is_found_for_the_target(task, tmp_path, monkeypatch, caplog):
     context, candidates, _ = task
     monkeypatch.setattr(checkpoints, "CHECKPOINT_DIR", tmp_path)
-    save_checkpoint(tmp_path / "llvm-2core", small_seernet(), schema=PROGRAM_SCHEMA)
+    save_checkpoint(tmp_path / "llvm-2core", small_seernet(), schema=CANDIDATE_SCHEMA)
     with caplog.at_level(logging.WARNING):
         eager = GNNCostModel(target={"kind": "llvm", "num-cores": 2})
         lazy = GNNCostModel()  # no target yet: found from the tune context at first use
@@ -125,9 +125,9 @@ def test_shipped_checkpoint_is_found_for_the_target(task, tmp_path, monkeypatch,
 def test_a_checkpoint_from_another_cpu_is_used_with_a_warning(tmp_path, caplog):
     from tvm_cost.collect.manifest import cpu_model
 
-    other = save_checkpoint(tmp_path / "other", small_seernet(), schema=PROGRAM_SCHEMA,
+    other = save_checkpoint(tmp_path / "other", small_seernet(), schema=CANDIDATE_SCHEMA,
                             extra={"measured_on": "Some Other CPU"})
-    here = save_checkpoint(tmp_path / "here", small_seernet(), schema=PROGRAM_SCHEMA,
+    here = save_checkpoint(tmp_path / "here", small_seernet(), schema=CANDIDATE_SCHEMA,
                            extra={"measured_on": cpu_model()})
     with caplog.at_level(logging.WARNING):
         GNNCostModel(checkpoint=here, target={"kind": "llvm", "num-cores": 1})
@@ -148,7 +148,7 @@ def test_no_shipped_checkpoint_starts_untrained_with_a_warning(task, tmp_path, m
 
 
 def test_bad_checkpoints_are_refused_in_one_line(tmp_path):
-    weights = save_checkpoint(tmp_path / "ok", small_seernet(), schema=PROGRAM_SCHEMA)
+    weights = save_checkpoint(tmp_path / "ok", small_seernet(), schema=CANDIDATE_SCHEMA)
     model = GNNCostModel(checkpoint=weights)
     assert model.describe()["trained"]
     truncated = tmp_path / "cut.safetensors"
@@ -174,7 +174,7 @@ class BrokenSeerNet(SeerNet):
 
 def test_predict_failure_falls_back_to_xgb(task, caplog):
     context, candidates, results = task
-    model = GNNCostModel(model=BrokenSeerNet(ModelConfig.for_schema(PROGRAM_SCHEMA, hidden=8, layers=1)))
+    model = GNNCostModel(model=BrokenSeerNet(ModelConfig.for_schema(CANDIDATE_SCHEMA, hidden=8, layers=1)))
     with caplog.at_level(logging.WARNING, logger="tvm_cost.tuning"):
         s = scores(model, context, candidates)  # through the FFI, as the search calls it: no crash
     assert (s > 0).all() and np.isfinite(s).all()
@@ -216,7 +216,7 @@ def test_fallback_state_survives_save_and_load(task, tmp_path):
 
 def test_fallback_can_be_disabled(task):
     context, candidates, _ = task
-    model = GNNCostModel(model=BrokenSeerNet(ModelConfig.for_schema(PROGRAM_SCHEMA, hidden=8, layers=1)),
+    model = GNNCostModel(model=BrokenSeerNet(ModelConfig.for_schema(CANDIDATE_SCHEMA, hidden=8, layers=1)),
                          config=SMALL.replace(fallback=False))
     with pytest.raises(RuntimeError, match="boom"):
         model._inst.predict(*task[:2])  # noqa: SLF001

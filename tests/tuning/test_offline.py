@@ -11,7 +11,7 @@ import pytest
 
 from tvm_cost.cli import main
 from tvm_cost.errors import TvmCostError
-from tvm_cost.features.program_schema import PROGRAM_SCHEMA
+from tvm_cost.features.program_schema import CANDIDATE_SCHEMA
 from tvm_cost.train import load_checkpoint
 from tvm_cost.tuning.offline import family_split, mean_over_folds, regression_metrics
 
@@ -51,7 +51,7 @@ def test_train_and_eval_commands(tiny_logs, tmp_path, capsys):
     small = ["--epochs", "2", "--hidden", "8", "--layers", "1", "--batch-size", "8"]
     assert main(["train", str(tiny_logs), "--out", str(ckpt), "--no-per-work", *small]) == 0
     assert "trained on 16 candidates of 2 tasks" in capsys.readouterr().out
-    model, meta = load_checkpoint(ckpt, schema=PROGRAM_SCHEMA)
+    model, meta = load_checkpoint(ckpt, schema=CANDIDATE_SCHEMA)
     assert meta["extra"]["records"] == 16 and meta["extra"]["target"] == {"kind": "llvm", "num-cores": 1}
     assert meta["extra"]["measured_on"] == "SYNTHETIC CPU"  # the CPU in the data folder's MANIFEST
     assert meta["extra"]["gpu"] is None  # CPU records name no GPU
@@ -60,8 +60,8 @@ def test_train_and_eval_commands(tiny_logs, tmp_path, capsys):
     assert main(["train", str(tiny_logs), "--out", str(tmp_path / "no_fam1"), "--exclude-families", "fam1",
                  *small]) == 0  # per unit of work by default
     assert "trained on 8 candidates of 1 tasks" in capsys.readouterr().out
-    per_work, meta = load_checkpoint(tmp_path / "no_fam1", schema=PROGRAM_SCHEMA)
-    assert [PROGRAM_SCHEMA.globals[c] for c in per_work.config.work_globals] == ["log_flops", "log_bytes"]
+    per_work, meta = load_checkpoint(tmp_path / "no_fam1", schema=CANDIDATE_SCHEMA)
+    assert [CANDIDATE_SCHEMA.globals[c] for c in per_work.config.work_globals] == ["log_flops", "log_bytes"]
     assert meta["extra"]["excluded_families"] == ["fam1"] and meta["extra"]["tasks"] == 1
 
     report_path, png = tmp_path / "eval.json", tmp_path / "eval.png"
@@ -119,7 +119,7 @@ def test_rank_data_from_another_machine_trains_the_ranking_not_the_absolute_time
     for extra in ([], ["--rank-data", str(other)]):
         ckpt = tmp_path / f"model{len(extra)}"
         assert main(["train", str(tiny_logs), "--out", str(ckpt), *extra, *small]) == 0
-        model, meta = load_checkpoint(ckpt, schema=PROGRAM_SCHEMA)
+        model, meta = load_checkpoint(ckpt, schema=CANDIDATE_SCHEMA)
         log_ratio = np.mean(predict_log_ms(model, items) - np.log(own_ms))
         assert abs(log_ratio) < np.log(3.0), log_ratio  # this machine's times, not 1000x (or ~30x between)
     out = capsys.readouterr().out
@@ -181,7 +181,7 @@ def test_train_under_torchrun_with_two_processes(tiny_logs, tmp_path):
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "trained on 16 candidates" in done.stdout
-    _, meta = load_checkpoint(ckpt, schema=PROGRAM_SCHEMA)
+    _, meta = load_checkpoint(ckpt, schema=CANDIDATE_SCHEMA)
     assert meta["extra"]["processes"] == 2
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tvm_cost.features.program_schema import CANDIDATE_SCHEMA, PROGRAM_SCHEMA
 from tvm_cost.features.trace_decisions import DECISION_COLUMNS
 from tvm_cost.train import pairwise_accuracy
 from tvm_cost.tuning.ranker import RELEVANCE_LEVELS, ranker_features, ranker_scores, relevance
@@ -16,14 +17,17 @@ def test_relevance_grades_each_group_from_its_own_best():
                                                   RELEVANCE_LEVELS, RELEVANCE_LEVELS // 2]
 
 
-def test_features_are_rows_globals_and_decisions(tiny_logs):
+def test_features_are_rows_and_globals_with_the_decisions(tiny_logs):
     from tvm_cost.tuning.offline import load_kernel_dataset
 
     ds = load_kernel_dataset(tiny_logs)
     f = ranker_features(list(ds))
-    assert f.shape == (len(ds), 2 * 164 + ds[0].u.shape[1] + len(DECISION_COLUMNS))
-    np.testing.assert_array_equal(f[:, -len(DECISION_COLUMNS):], np.concatenate([d.decisions.numpy() for d in ds]))
+    assert f.shape == (len(ds), 2 * 164 + len(CANDIDATE_SCHEMA.globals))
+    np.testing.assert_array_equal(f[:, 2 * 164:], np.concatenate([d.u.numpy() for d in ds]))
     np.testing.assert_allclose(f[:, :164], np.stack([d.x[:, :164].sum(0).numpy() for d in ds]), rtol=1e-6)
+    np.testing.assert_allclose(f[:, 164:2 * 164], np.stack([d.x[:, :164].max(0).values.numpy() for d in ds]))
+    raw = np.concatenate([d.raw_decisions.numpy() for d in ds])
+    np.testing.assert_array_equal(ranker_features(list(ds), "trace"), np.concatenate([f[:, 2 * 164:], raw], 1))
 
 
 def synthetic_items(groups: range, per_group: int, rng: np.random.Generator) -> list:
@@ -32,15 +36,16 @@ def synthetic_items(groups: range, per_group: int, rng: np.random.Generator) -> 
     import torch
     from torch_geometric.data import Data
 
-    inner = DECISION_COLUMNS.index("log_last_spatial_inner")
+    inner = len(PROGRAM_SCHEMA.globals) + DECISION_COLUMNS.index("log_last_spatial_inner")
     items = []
     for g in groups:
         scale = rng.uniform(0.1, 10.0)
         for _ in range(per_group):
-            decisions = rng.uniform(0, 5, (1, len(DECISION_COLUMNS))).astype(np.float32)
-            latency = scale * 2.0 ** -decisions[0, inner] * rng.uniform(0.95, 1.05)
-            items.append(Data(x=torch.rand(3, 180), u=torch.zeros(1, 14), decisions=torch.from_numpy(decisions),
-                              group=torch.tensor([g]), latency_ms=float(latency)))
+            u = np.zeros((1, len(CANDIDATE_SCHEMA.globals)), np.float32)
+            u[:, len(PROGRAM_SCHEMA.globals):] = rng.uniform(0, 5, (1, len(DECISION_COLUMNS)))
+            latency = scale * 2.0 ** -u[0, inner] * rng.uniform(0.95, 1.05)
+            items.append(Data(x=torch.rand(3, 180), u=torch.from_numpy(u), group=torch.tensor([g]),
+                              latency_ms=float(latency)))
     return items
 
 

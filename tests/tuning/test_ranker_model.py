@@ -29,10 +29,13 @@ def test_features_are_the_graph_rows_and_the_trace_decisions(task):
     model = RankerCostModel(None)
     f = model.features(context, candidates)
     graphs = model.featurizer.graphs(context, candidates)
-    assert f.shape == (len(candidates), 2 * 164 + graphs[0]["u"].shape[1] + len(DECISION_COLUMNS))
+    u = model.featurizer.task_globals(context)
+    assert f.shape == (len(candidates), 2 * 164 + u.shape[1] + len(DECISION_COLUMNS))
     for row, graph, cand in zip(f, graphs, candidates, strict=True):
         np.testing.assert_allclose(row[:164], graph["x"][:, :164].sum(0), rtol=1e-6)
-        np.testing.assert_array_equal(row[-len(DECISION_COLUMNS):], decision_features(trace_json(cand.sch.trace)))
+        np.testing.assert_array_equal(row[2 * 164:], graph["u"][0])
+        decisions = decision_features(trace_json(cand.sch.trace))
+        np.testing.assert_array_equal(graph["u"][0], np.concatenate([u[0], decisions]))
 
 
 def test_trace_features_are_read_from_the_trace_alone(task, pretrained, tmp_path):

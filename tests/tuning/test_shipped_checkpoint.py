@@ -10,8 +10,9 @@ import shutil
 import pytest
 
 from tvm_cost.errors import TvmCostError
-from tvm_cost.features.program_schema import PROGRAM_SCHEMA
-from tvm_cost.train import load_checkpoint, read_metadata
+from tvm_cost.features.program_schema import CANDIDATE_SCHEMA, PROGRAM_SCHEMA
+from tvm_cost.models import ModelConfig, SeerNet
+from tvm_cost.train import load_checkpoint, read_metadata, save_checkpoint
 from tvm_cost.tuning import CHECKPOINT_DIR, GNNCostModel, RankerCostModel
 from tvm_cost.tuning.ranker import LAYOUTS, load_ranker
 from tvm_cost.tuning.ranker_model import SUFFIXES
@@ -27,17 +28,17 @@ def test_shipped_checkpoint_matches_the_schema_and_loads_without_pickle(name, ki
     assert sorted(p.name for p in CHECKPOINT_DIR.iterdir() if p.name.startswith(f"{name}.")) == \
         [f"{name}.json", f"{name}.safetensors"]  # nothing pickled beside it
     meta = read_metadata(shipped)
-    assert meta["feature_schema"] == {"name": PROGRAM_SCHEMA.name, "version": PROGRAM_SCHEMA.version,
-                                      "hash": PROGRAM_SCHEMA.hash}
+    assert meta["feature_schema"] == {"name": CANDIDATE_SCHEMA.name, "version": CANDIDATE_SCHEMA.version,
+                                      "hash": CANDIDATE_SCHEMA.hash}
     assert meta["extra"]["target"]["kind"] == kind and meta["extra"]["records"] > 0
-    model, _ = load_checkpoint(shipped, schema=PROGRAM_SCHEMA)
+    model, _ = load_checkpoint(shipped, schema=CANDIDATE_SCHEMA)
     assert not model.training
 
 
 def test_the_cpu_checkpoint_predicts_per_unit_of_work():
     """Kernels slower than any in its training data scale with their FLOPs and bytes (docs/kernel_model.md)."""
-    model, _ = load_checkpoint(SHIPPED, schema=PROGRAM_SCHEMA)
-    assert [PROGRAM_SCHEMA.globals[c] for c in model.config.work_globals] == ["log_flops", "log_bytes"]
+    model, _ = load_checkpoint(SHIPPED, schema=CANDIDATE_SCHEMA)
+    assert [CANDIDATE_SCHEMA.globals[c] for c in model.config.work_globals] == ["log_flops", "log_bytes"]
 
 
 def test_gnn_cost_model_loads_it_for_its_target(caplog):
@@ -54,11 +55,20 @@ def test_a_stale_schema_is_refused_in_one_line(tmp_path):
     stale = tmp_path / "llvm-1core.safetensors"
     shutil.copy(SHIPPED, stale)
     meta = json.loads(SHIPPED.with_suffix(".json").read_text())
-    meta["feature_schema"]["hash"] = "0" * len(PROGRAM_SCHEMA.hash)
+    meta["feature_schema"]["hash"] = "0" * len(CANDIDATE_SCHEMA.hash)
     stale.with_suffix(".json").write_text(json.dumps(meta))
     with pytest.raises(TvmCostError, match="feature schema hash") as err:
         GNNCostModel(checkpoint=stale)
     assert "\n" not in str(err.value)
+
+
+def test_a_checkpoint_of_program_graphs_without_trace_decisions_is_refused(tmp_path):
+    """Checkpoints before `CANDIDATE_SCHEMA` read 14 globals of `PROGRAM_SCHEMA` (v1): refused, naming both."""
+    old = save_checkpoint(tmp_path / "v1", SeerNet(ModelConfig.for_schema(PROGRAM_SCHEMA, hidden=8, layers=1)),
+                          schema=PROGRAM_SCHEMA)
+    with pytest.raises(TvmCostError, match=r"tvm-cost-program v1\).*tvm-cost-candidate v1\); re-extract") as err:
+        GNNCostModel(checkpoint=old)
+    assert "\n" not in str(err.value) and "v1.json" in str(err.value)
 
 
 @pytest.mark.parametrize("features", ["rows", "trace"])

@@ -8,7 +8,8 @@ records (``run_secs`` missing or TVM's 1e10 marker) are never labels; ``failures
 
 Processed = one ``.npz`` per task (no pickle) under ``processed/<PROGRAM_SCHEMA.hash>/`` beside the raw files,
 holding a digest of the task's raw records: a schema change uses a new folder, new records for a task rebuild
-only that task.
+only that task. The cache holds the program graphs; the trace decisions that complete each candidate's globals
+(`CANDIDATE_SCHEMA`) are read from its record at load (0.1 ms each).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from tvm_cost.collect.records import load_records
 from tvm_cost.data.cache import save_npz_atomic
 from tvm_cost.data.splits import Split, group_split
 from tvm_cost.features.program_schema import PROGRAM_SCHEMA
-from tvm_cost.features.trace_decisions import decision_features, raw_decisions
+from tvm_cost.features.trace_decisions import candidate_globals, raw_decisions
 
 log = logging.getLogger(__name__)
 
@@ -185,11 +186,11 @@ def process_task(task: _RawTask, *, target_spec: Any, batch_size: int = 64) -> d
 class KernelDataset(Sequence[Any]):
     """Program graphs of the measured candidates in a folder of MetaSchedule databases, grouped by task.
 
-    Each item is a PyG `Data` with `x`, `edge_index`, `edge_attr`, `u` (see `PROGRAM_SCHEMA`), ``y`` = [[latency
-    in ms]] (natural units, as `tvm_cost.train.TaskLoss` expects; models predict its log), ``group`` = [task
-    index] (int64, for ranking losses and group batching), ``decisions`` = [1, 26] (the sampling decisions of its
-    trace, `tvm_cost.features.trace_decisions`; read from the raw record at load, not cached),
-    ``raw_decisions`` = [1, 41] (its sketch and decision values, `trace_decisions.raw_decisions`), and plain
+    Each item is a PyG `Data` with `x`, `edge_index`, `edge_attr`, `u` (see `CANDIDATE_SCHEMA`: the task's
+    globals, then the sampling decisions of the record's trace), ``y`` = [[latency in ms]] (natural units, as
+    `tvm_cost.train.TaskLoss` expects; models predict its log), ``group`` = [task index] (int64, for ranking
+    losses and group batching), ``raw_decisions`` = [1, 41] (its sketch and decision values,
+    `trace_decisions.raw_decisions`), and plain
     attributes ``task`` (workload shash), ``record`` (the record's position among its task's measured records),
     ``latency_ms`` and ``log_latency_ms``.
 
@@ -221,9 +222,9 @@ class KernelDataset(Sequence[Any]):
             traces = raw[shash].records
             for graph, lat, record in zip(unpack_graphs(arrays), arrays["latency_ms"], arrays["record"], strict=True):
                 trace = traces[int(record)][0]
-                decisions = torch.from_numpy(decision_features(trace)[None])
+                graph["u"] = candidate_globals(graph["u"], trace)
                 self._items.append(to_data(graph, y=torch.tensor([[lat]], dtype=torch.float32),
-                                           group=torch.tensor([gid]), decisions=decisions,
+                                           group=torch.tensor([gid]),
                                            raw_decisions=torch.from_numpy(raw_decisions(trace)[None]), task=shash,
                                            record=int(record), latency_ms=float(lat),
                                            log_latency_ms=float(np.log(lat))))

@@ -5,11 +5,17 @@ src/s_tir/meta_schedule/feature_extractor/per_store_feature.cc, all log2(1 + x) 
 structural features of our own; edges are typed (one-hot) with the bytes of the buffer they carry and the loops
 their two stores share; globals describe the workload (counted once per task on the unscheduled PrimFunc) and the
 target. Bump `version` whenever a feature changes meaning without changing name.
+
+`CANDIDATE_SCHEMA` is what the kernel cost models read of a MetaSchedule candidate: its program graph, with the
+sampling decisions of its trace appended to the globals (`tvm_cost.features.trace_decisions`). The graph says
+which loops a schedule produced, the trace how they were chosen; the feature cache holds the graph part only
+(`PROGRAM_SCHEMA`), the decisions are read from the trace when a candidate is loaded or featurized.
 """
 
 from __future__ import annotations
 
 from tvm_cost.features.schema import NUM_STORE_FEATURES, FeatureSchema
+from tvm_cost.features.trace_decisions import DECISION_COLUMNS
 
 
 def _psf_names() -> tuple[str, ...]:
@@ -59,6 +65,13 @@ PROGRAM_SCHEMA = FeatureSchema(
              "workload_blocks", "is_gpu", "hw_cores", "log_hw_peak_gflops", "log_hw_mem_bandwidth_gbs",
              "log_hw_l1_kb", "log_hw_l2_kb", "log_hw_l3_kb", "hw_clock_ghz"),
 )
-WORK_GLOBALS = tuple(PROGRAM_SCHEMA.globals.index(name) for name in ("log_flops", "log_bytes"))
+CANDIDATE_SCHEMA = FeatureSchema(
+    name="tvm-cost-candidate",
+    version="1",
+    node=PROGRAM_SCHEMA.node,
+    edge=PROGRAM_SCHEMA.edge,
+    globals=(*PROGRAM_SCHEMA.globals, *(f"trace_{c}" for c in DECISION_COLUMNS)),
+)
+WORK_GLOBALS = tuple(CANDIDATE_SCHEMA.globals.index(name) for name in ("log_flops", "log_bytes"))
 """Columns of `u` with the task's work (ln(1 + FLOPs), ln(1 + bytes)): `ModelConfig.work_globals` of a kernel model
 that predicts latency per unit of work."""

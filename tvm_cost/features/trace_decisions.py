@@ -116,6 +116,15 @@ def decision_features(trace: Any) -> np.ndarray:
                        unroll, other, at, inline, root, tiles, last_spatial, last_reduce, caches, tiled], np.float32)
 
 
+def candidate_globals(u: np.ndarray, trace: Any) -> np.ndarray:
+    """The globals of a candidate (`CANDIDATE_SCHEMA`): its task's program-graph globals `u`, then
+    `decision_features` of its `trace` (database JSON, or `trace_json` of an in-memory one).
+
+    Shapes:
+        u: [1, G] -> [1, G + len(DECISION_COLUMNS)] float32.
+    """
+    return np.concatenate([np.asarray(u, np.float32).reshape(1, -1), decision_features(trace)[None]], axis=1)
+
 RAW_DECISIONS = 40
 """Decision values `raw_decisions` keeps per trace, in trace order (a MetaSchedule CPU sketch of a fused conv or
 matmul samples 10-30: 4 factors per spatial tile, 2 per reduction tile, the unroll depth, compute locations)."""

@@ -138,8 +138,9 @@ def load_checkpoint(path: str | Path, *, schema: Any = None, map_location: str |
         got = meta.get("feature_schema", {}).get("hash")
         if got != want:
             have = meta.get("feature_schema", {})
+            given = f"{want}, {schema.name} v{schema.version}" if hasattr(schema, "version") else want
             raise TvmCostError(f"feature schema hash {got} ({have.get('name')} v{have.get('version')}) does not "
-                               f"match the features given ({want}); re-extract features or retrain",
+                               f"match the features given ({given}); re-extract features or retrain",
                                path=meta_path)
     cls = MODEL_CLASSES.get(str(meta.get("model_class")))
     if cls is None:

@@ -17,7 +17,7 @@ uses is four methods; how this model fills them:
 
 **Weights.** ``GNNCostModel()`` loads the checkpoint shipped for the tune's target
 (``tvm_cost/checkpoints/<target name>.safetensors``, found at first use from the tune context) and otherwise
-starts untrained with a warning. A checkpoint that is truncated, does not match `PROGRAM_SCHEMA` or the model
+starts untrained with a warning. A checkpoint that is truncated, does not match `CANDIDATE_SCHEMA` or the model
 classes is refused with a one-line `TvmCostError`.
 
 **Fallback.** Any exception inside predict/update logs a warning and hands the rest of the tune to an internal
@@ -41,7 +41,7 @@ from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 from tvm_cost.data.kernel_dataset import to_data
 from tvm_cost.errors import TvmCostError
 from tvm_cost.features.program_graph import to_pyg_batch
-from tvm_cost.features.program_schema import PROGRAM_SCHEMA
+from tvm_cost.features.program_schema import CANDIDATE_SCHEMA
 from tvm_cost.tuning.checkpoints import shipped_checkpoint, target_name
 from tvm_cost.tuning.config import GNNCostModelConfig
 from tvm_cost.tuning.finetune import finetune_optimizer, finetune_steps, fit_input_normalization
@@ -104,7 +104,7 @@ class GNNCostModel(PyCostModel):
     def _load_weights(self, path: Path, source: str | None = None) -> None:
         from tvm_cost.train.checkpoint import load_checkpoint
 
-        model, meta = load_checkpoint(path, schema=PROGRAM_SCHEMA)
+        model, meta = load_checkpoint(path, schema=CANDIDATE_SCHEMA)
         self._set_model(model, source=source or str(path), trained=True)
         self._warn_other_cpu(meta.get("extra", {}).get("measured_on"), path)
 
@@ -122,7 +122,7 @@ class GNNCostModel(PyCostModel):
         from tvm_cost.models import ModelConfig, build_model
 
         c = self.config
-        mc = ModelConfig.for_schema(PROGRAM_SCHEMA, hidden=c.hidden, layers=c.layers,  # type: ignore[arg-type]
+        mc = ModelConfig.for_schema(CANDIDATE_SCHEMA, hidden=c.hidden, layers=c.layers,  # type: ignore[arg-type]
                                     dropout=c.dropout, seed=c.seed)
         return build_model(kind=c.model_kind, config=mc, ensemble=c.ensemble)
 
@@ -195,7 +195,7 @@ class GNNCostModel(PyCostModel):
         folder = Path(path)
         folder.mkdir(parents=True, exist_ok=True)
         model = self._materialize()
-        save_checkpoint(folder / "model", model, schema=PROGRAM_SCHEMA,
+        save_checkpoint(folder / "model", model, schema=CANDIDATE_SCHEMA,
                         extra={"target": self.target_name, "source": self.source})
         self.buffer.save(folder / "buffer.npz")
         if self.xgb is not None:
@@ -228,7 +228,7 @@ class GNNCostModel(PyCostModel):
             raise TvmCostError(f"cannot read the cost-model state ({one_line(err)})", path=state_path) from None
         from tvm_cost.train.checkpoint import load_checkpoint
 
-        model, _ = load_checkpoint(folder / "model", schema=PROGRAM_SCHEMA)
+        model, _ = load_checkpoint(folder / "model", schema=CANDIDATE_SCHEMA)
         try:
             buffer = ReplayBuffer.load(folder / "buffer.npz", capacity=config.buffer_size)
         except (OSError, ValueError, KeyError) as err:

@@ -2,16 +2,18 @@
 
 XGBoost ``rank:pairwise`` within tasks on one of two feature sets (`FEATURE_SETS`):
 
-- ``rows``: the rows summed and maxed over the candidate's stores, the task's globals, and
-  `trace_decisions.decision_features`. TVM's `XGBModel` sees only the rows (and regresses a normalized
-  throughput); with the decisions this ranker is 4-6 points of pairwise accuracy and 14-17 of peak@1 ahead of it
-  on held-out families, and its rank mean with the GNN ranks best of all (docs/kernel_model.md).
-- ``trace``: the task's globals, the decision summary and `trace_decisions.raw_decisions`, all read from the
-  trace: no PerStoreFeature extraction, so scoring a candidate costs a tenth of what XGBModel pays.
+- ``rows``: the rows summed and maxed over the candidate's stores, and its globals (`CANDIDATE_SCHEMA`: the
+  task's, then `trace_decisions.decision_features`). TVM's `XGBModel` sees only the rows (and regresses a
+  normalized throughput); with the decisions this ranker is 4-6 points of pairwise accuracy and 14-17 of peak@1
+  ahead of it on held-out families, and its rank mean with the GNN ranks best of all (docs/kernel_model.md).
+- ``trace``: the candidate's globals (the task's and the decision summary) and `trace_decisions.raw_decisions`,
+  all read from the trace: no PerStoreFeature extraction, so scoring a candidate costs a tenth of what XGBModel
+  pays.
 
 A trained booster is saved as ``OUT.ubj`` (XGBoost's own binary format: loading it runs no code) beside
-``OUT.json``, which names the feature set and its ``layout`` hash (`PROGRAM_SCHEMA`, `DECISION_COLUMNS`, for
-"trace" `RAW_COLUMNS`); a booster of another set or layout, or a truncated one, is refused with one line.
+``OUT.json``, which names the feature set and its ``layout`` hash (`PROGRAM_SCHEMA` and `DECISION_COLUMNS`, which
+make `CANDIDATE_SCHEMA`'s globals; for "trace" `RAW_COLUMNS`); a booster of another set or layout, or a truncated
+one, is refused with one line.
 """
 
 from __future__ import annotations
@@ -44,37 +46,36 @@ BOOSTER_PARAMS = {"objective": "rank:pairwise", "eta": 0.1, "max_depth": 6, "min
 ROUNDS = 300
 
 
-def feature_row(x: np.ndarray, u: np.ndarray, decisions: np.ndarray) -> np.ndarray:
-    """One candidate's features: its node rows' PerStoreFeature columns summed and maxed over stores, its globals
-    `u`, its trace's decisions.
+def feature_row(x: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """One candidate's features: its node rows' PerStoreFeature columns summed and maxed over stores, then its
+    globals `u` (`CANDIDATE_SCHEMA`: the task's, then its trace's decisions).
 
     Shapes:
-        x: [stores, >= 164]; u: [1, G] or [G]; decisions: [1, 26] or [26] -> [2 * 164 + G + 26] float32.
+        x: [stores, >= 164]; u: [1, G] or [G] -> [2 * 164 + G] float32.
     """
     x = np.asarray(x)[:, :NUM_STORE_FEATURES]
-    return np.concatenate([x.sum(0), x.max(0), np.ravel(u), np.ravel(decisions)]).astype(np.float32)
+    return np.concatenate([x.sum(0), x.max(0), np.ravel(u)]).astype(np.float32)
 
 
-def trace_row(u: np.ndarray, decisions: np.ndarray, raw: np.ndarray) -> np.ndarray:
-    """One candidate's "trace" features: the task's globals `u`, its trace's decision summary and raw decisions.
+def trace_row(u: np.ndarray, raw: np.ndarray) -> np.ndarray:
+    """One candidate's "trace" features: its globals `u` (as `feature_row`'s) and its trace's raw decisions.
 
     Shapes:
-        u: [1, G] or [G]; decisions: [1, 26] or [26]; raw: [1, 41] or [41] -> [G + 26 + 41] float32.
+        u: [1, G] or [G]; raw: [1, 41] or [41] -> [G + 41] float32.
     """
-    return np.concatenate([np.ravel(u), np.ravel(decisions), np.ravel(raw)]).astype(np.float32)
+    return np.concatenate([np.ravel(u), np.ravel(raw)]).astype(np.float32)
 
 
 def ranker_features(items: Sequence[Any], features: str = "rows") -> np.ndarray:
-    """`feature_row` ("rows") or `trace_row` ("trace") of each item (``x``, ``u``, ``decisions`` and
-    ``raw_decisions`` tensors, as `KernelDataset` gives them).
+    """`feature_row` ("rows") or `trace_row` ("trace") of each item (``x``, ``u`` and ``raw_decisions`` tensors,
+    as `KernelDataset` gives them).
 
     Shapes:
-        returns: [len(items), 2 * 164 + len(u) + 26] ("rows") or [len(items), len(u) + 26 + 41] ("trace")
-            float32.
+        returns: [len(items), 2 * 164 + len(u)] ("rows") or [len(items), len(u) + 41] ("trace") float32.
     """
     if features == "trace":
-        return np.stack([trace_row(d.u.numpy(), d.decisions.numpy(), d.raw_decisions.numpy()) for d in items])
-    return np.stack([feature_row(d.x.numpy(), d.u.numpy(), d.decisions.numpy()) for d in items])
+        return np.stack([trace_row(d.u.numpy(), d.raw_decisions.numpy()) for d in items])
+    return np.stack([feature_row(d.x.numpy(), d.u.numpy()) for d in items])
 
 
 def relevance(latency: np.ndarray, group: np.ndarray) -> np.ndarray:

@@ -3,10 +3,10 @@
 - **predict** -- each candidate's features -> the booster's score -> percentile rank within the call, in (0, 1],
   best = 1. On the "rows" features (the default), its `feature_row`: its PerStoreFeature rows (from a
   `CandidateFeaturizer`: alone, one without the program walk; in ``EnsembleCostModel(gnn, ranker)`` the GNN's
-  own, so the rows are extracted once) and its trace's sampling decisions (`trace_decisions.trace_json`, 0.1 ms a
-  candidate); on the "trace" features, its `trace_row`, read from the trace alone. With no booster yet (none
-  pretrained, fewer than `min_fit` measurements) the scores are uniform random, as `XGBModel` draws them before
-  its warm-up.
+  own, so the rows are extracted once) and its globals, which end with its trace's sampling decisions
+  (`trace_decisions.trace_json`, 0.1 ms a candidate); on the "trace" features, its `trace_row`, read from the
+  trace alone. With no booster yet (none pretrained, fewer than `min_fit` measurements) the scores are uniform
+  random, as `XGBModel` draws them before its warm-up.
 - **update** -- the built, non-failed results join a per-task store; then the booster is refit:
   `refit_rounds` boosting rounds on top of the pretrained booster, ranking within each task of this tune, redone
   from the pretrained booster each time (so its size stays bounded and an early round's noise is not built in).
@@ -33,7 +33,7 @@ from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 
 from tvm_cost.errors import TvmCostError
-from tvm_cost.features.trace_decisions import decision_features, raw_decisions, trace_json
+from tvm_cost.features.trace_decisions import candidate_globals, raw_decisions, trace_json
 from tvm_cost.tuning.checkpoints import shipped_checkpoint, target_name
 from tvm_cost.tuning.ensemble import percentile_ranks
 from tvm_cost.tuning.ranker import FEATURE_SETS, ROUNDS, feature_row, load_ranker, ranker_paths, trace_row, \
@@ -203,20 +203,18 @@ class RankerCostModel(PyCostModel):
 
     # -- beyond the contract -----------------------------------------------------------------------------------
     def features(self, context: Any, candidates: list[Any]) -> np.ndarray:
-        """`feature_row` of each candidate (its graph from the featurizer, its decisions from its trace), or on
-        the "trace" features its `trace_row` (the task's globals, its trace's decisions).
+        """`feature_row` of each candidate (its graph from the featurizer), or on the "trace" features its
+        `trace_row` (the task's globals and its trace's decisions, read from the trace alone).
 
         Shapes:
-            returns: [len(candidates), 2 * 164 + globals + 26] ("rows") or [len(candidates), globals + 26 + 41]
-                ("trace") float32.
+            returns: [len(candidates), 2 * 164 + globals] ("rows") or [len(candidates), globals + 41] ("trace")
+                float32, with `CANDIDATE_SCHEMA`'s globals.
         """
         if self.feature_set == "trace":
             u = self.featurizer.task_globals(context)
             traces = [trace_json(c.sch.trace) for c in candidates]
-            return np.stack([trace_row(u, decision_features(t), raw_decisions(t)) for t in traces])
-        graphs = self.featurizer.graphs(context, candidates)
-        return np.stack([feature_row(g["x"], g["u"], decision_features(trace_json(c.sch.trace)))
-                         for g, c in zip(graphs, candidates, strict=True)])
+            return np.stack([trace_row(candidate_globals(u, t), raw_decisions(t)) for t in traces])
+        return np.stack([feature_row(g["x"], g["u"]) for g in self.featurizer.graphs(context, candidates)])
 
     def describe(self) -> dict[str, Any]:
         """Where the booster came from and what it has learnt in this tune."""

@@ -11,6 +11,7 @@ import numpy as np
 
 from tvm_cost.data.kernel_dataset import pack_graphs, unpack_graphs
 from tvm_cost.features.schema import NUM_STORE_FEATURES
+from tvm_cost.features.trace_decisions import candidate_globals, trace_json
 
 Graph = dict[str, np.ndarray]
 FAILED_RUN_SECS = 1e10  # TVM's marker of a failed build or run
@@ -38,14 +39,14 @@ class CandidateFeaturizer:
 
     Evolutionary search scores about a fifth of its candidates again in a later round (parents kept unmutated,
     the database's best re-entering each population), and `update` receives candidates that `predict` has already
-    scored: the cache skips PerStoreFeature and the program walk for all of those. The task's global features `u`
-    are computed once per task.
+    scored: the cache skips PerStoreFeature and the program walk for all of those. Each graph's globals `u` are
+    `CANDIDATE_SCHEMA`'s: the task's (computed once per task), then the decisions of the candidate's trace.
 
     Args:
         target_spec: Target for the descriptors in `u` (`tvm_cost.targets.resolve_target`); None: each
             context's own target.
         cache_size: Graphs kept (least recently used dropped first); 0 turns the cache off.
-        walk: False: no program walk; each "graph" is only its PerStoreFeature rows `x` [stores, 164] and the
+        walk: False: no program walk; each "graph" is only its PerStoreFeature rows `x` [stores, 164] and its
             globals `u`, all `RankerCostModel` reads (the walk is ~4% of the extraction time).
     """
 
@@ -88,8 +89,8 @@ class CandidateFeaturizer:
         return [dict(found[k]) for k in keys]
 
     def task_globals(self, context: Any, key: str | None = None) -> np.ndarray:
-        """The global features `u` [1, G] of `context`'s task (workload counts, target), computed once per task
-        (`key`: its `task_key`, when known)."""
+        """The program-graph globals `u` [1, G] of `context`'s task (workload counts, target; `PROGRAM_SCHEMA`),
+        computed once per task (`key`: its `task_key`, when known)."""
         from tvm_cost.features.program_graph import workload_globals
 
         key = key or task_key(context)
@@ -106,8 +107,12 @@ class CandidateFeaturizer:
         from tvm_cost.features.program_graph import program_graphs, store_feature_rows
 
         if self.walk:
-            return program_graphs(context, candidates, target_spec=spec, u=u)
-        return [{"x": rows, "u": u} for rows in store_feature_rows(context, candidates)]
+            graphs = program_graphs(context, candidates, target_spec=spec, u=u)
+        else:
+            graphs = [{"x": rows} for rows in store_feature_rows(context, candidates)]
+        for g, c in zip(graphs, candidates, strict=True):
+            g["u"] = candidate_globals(u, trace_json(c.sch.trace))
+        return graphs
 
 
 class ReplayBuffer:
