@@ -111,3 +111,20 @@ def test_without_the_walk_rows_and_globals_match_the_graphs_and_nothing_is_walke
     # so the ranker, which reads only those, scores the same with either featurizer
     np.testing.assert_array_equal(RankerCostModel(None, featurizer=rows_only).features(context, candidates),
                                   RankerCostModel(None, featurizer=CandidateFeaturizer()).features(context, candidates))
+
+
+def test_globals_are_the_tasks_then_each_candidates_trace_decisions(distinct_task):
+    """What the GNN reads in a tune (`CANDIDATE_SCHEMA`): the same task globals, the decisions of each own trace."""
+    from tvm_cost.features.program_schema import CANDIDATE_SCHEMA, PROGRAM_SCHEMA
+    from tvm_cost.features.trace_decisions import decision_features, trace_json
+
+    context, candidates = distinct_task
+    featurizer = CandidateFeaturizer()
+    graphs = featurizer.graphs(context, candidates)
+    task = featurizer.task_globals(context)
+    assert task.shape == (1, len(PROGRAM_SCHEMA.globals))
+    for g, cand in zip(graphs, candidates, strict=True):
+        assert g["u"].shape == (1, len(CANDIDATE_SCHEMA.globals)) and g["u"].dtype == np.float32
+        decisions = decision_features(trace_json(cand.sch.trace))
+        np.testing.assert_array_equal(g["u"][0], np.concatenate([task[0], decisions]))
+    assert len({g["u"].tobytes() for g in graphs}) > 1  # the candidates' decisions differ

@@ -125,6 +125,7 @@ def candidate_globals(u: np.ndarray, trace: Any) -> np.ndarray:
     """
     return np.concatenate([np.asarray(u, np.float32).reshape(1, -1), decision_features(trace)[None]], axis=1)
 
+
 RAW_DECISIONS = 40
 """Decision values `raw_decisions` keeps per trace, in trace order (a MetaSchedule CPU sketch of a fused conv or
 matmul samples 10-30: 4 factors per spatial tile, 2 per reduction tile, the unroll depth, compute locations)."""
