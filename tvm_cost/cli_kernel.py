@@ -161,7 +161,8 @@ def _train(args: argparse.Namespace) -> None:
 
     from tvm_cost.collect.manifest import manifest_gpu
     from tvm_cost.features.program_schema import CANDIDATE_SCHEMA
-    from tvm_cost.train import pairwise_accuracy, save_checkpoint
+    from tvm_cost.train import fit_calibration, item_log_work, pairwise_accuracy, save_checkpoint, \
+        share_within_factor
     from tvm_cost.tuning.offline import data_target, predict_log_ms, train_gnn, with_rank_only
 
     if args.ranker:
@@ -192,11 +193,15 @@ def _train(args: argparse.Namespace) -> None:
         latency = np.array([d.latency_ms for d in items])
         group = [int(d.group) for d in items]
         tasks = len(set(group))
-        fit_acc = pairwise_accuracy(latency, -predict_log_ms(model, items), group)
+        pred = predict_log_ms(model, items)
+        fit_acc = pairwise_accuracy(latency, -pred, group)
+        work = item_log_work(model, items)
+        calibration = fit_calibration(pred, work, latency)  # on this machine's times, never the --rank-data ones
+        within = [share_within_factor(latency, np.exp(p)) for p in (pred, calibration.apply(pred, work))]
         target = _target(args) or data_target(args.data)
         weights = save_checkpoint(args.out, model, schema=CANDIDATE_SCHEMA, extra={
-            "target": target, "data": str(args.data), "records": len(items), "tasks": tasks,
-            "excluded_families": excluded,
+            "calibration": calibration.to_dict(), "target": target, "data": str(args.data), "records": len(items),
+            "tasks": tasks, "excluded_families": excluded,
             "rank_data": [{"data": str(path), "records": len(e), "measured_on": _measured_on(path, target)}
                           for (path, _), e in zip(rank_sets, extra, strict=True)],
             "measured_on": _measured_on(args.data, target), "gpu": manifest_gpu(args.data),
@@ -208,7 +213,9 @@ def _train(args: argparse.Namespace) -> None:
         f"{''.join(f'; ranking also from {len(e)} of {p}' for (p, _), e in zip(rank_sets, extra))}), "
         f"{len(history.records)} epochs "
         f"in {train_s:.0f} s, final train loss {history.records[-1]['train_loss']:.4f}, pairwise accuracy on the "
-        f"training data {fit_acc:.3f}; checkpoint {weights} ({weights.stat().st_size / 1e6:.2f} MB) + .json")
+        f"training data {fit_acc:.3f}; times within 2x of the measured {within[0]:.2f} as predicted, "
+        f"{within[1]:.2f} calibrated (scale {calibration.scale:.2f}); checkpoint {weights} "
+        f"({weights.stat().st_size / 1e6:.2f} MB) + .json")
 
 
 def _train_ranker(args: argparse.Namespace) -> None:
@@ -354,7 +361,7 @@ def _eval_table(args: argparse.Namespace, report: dict, summary: dict) -> Any:
     """A rich table of every model's metrics, mean ± std over seeds."""
     from rich.table import Table
 
-    from tvm_cost.tuning.offline import RANKING_METRICS, REGRESSION_METRICS
+    from tvm_cost.tuning.offline import RANKING_METRICS, REGRESSION_METRICS, REGRESSION_MODELS
 
     if args.test_families == "each":
         folds = report["folds"]
@@ -369,7 +376,7 @@ def _eval_table(args: argparse.Namespace, report: dict, summary: dict) -> Any:
     table.add_column("model")
     for name in (*RANKING_METRICS, *REGRESSION_METRICS):
         table.add_column(name, justify="right")
-    for name in ("random", "xgb", "gnn", "ensemble", "ranker", "gnn+ranker", "ranker-trace"):
+    for name in ("random", "xgb", "gnn", "ensemble", "ranker", "gnn+ranker", "ranker-trace", *REGRESSION_MODELS):
         mean, std = summary["mean"][name], summary["std"][name]
         table.add_row(name, *(f"{mean[k]:.3f} ± {std[k]:.3f}" if k in mean else ""
                               for k in (*RANKING_METRICS, *REGRESSION_METRICS)))

@@ -105,6 +105,38 @@ def test_a_per_work_checkpoint_scales_predictions_with_the_task_work(task, tmp_p
     np.testing.assert_allclose(mean["per_work"] - mean["plain"], np.logaddexp(*u[list(WORK_GLOBALS)]), rtol=1e-5)
 
 
+def test_a_checkpoint_calibration_maps_times_and_keeps_scores(task, tmp_path):
+    """The checkpoint's `Calibration` turns predicted log-latencies into real times (mean and std), survives
+    save -> load, leaves the search's scores alone; a bad one is refused in one line naming the file."""
+    from tvm_cost.features.program_schema import WORK_GLOBALS
+    from tvm_cost.train import Calibration
+
+    context, candidates, _ = task
+    net = SeerNet(small_seernet().config.replace(work_globals=WORK_GLOBALS, dropout=0.2))
+    cal = Calibration(scale=0.5, work=0.8, offset=-2.0, records=10)
+    save_checkpoint(tmp_path / "raw", net, schema=CANDIDATE_SCHEMA)
+    save_checkpoint(tmp_path / "cal", net, schema=CANDIDATE_SCHEMA, extra={"calibration": cal.to_dict()})
+    config = SMALL.replace(mc_samples=4)
+    raw, calibrated = (GNNCostModel(checkpoint=tmp_path / n, config=config) for n in ("raw", "cal"))
+    (mean, std), (cmean, cstd) = (m.predict_with_uncertainty(context, candidates) for m in (raw, calibrated))
+    work = np.logaddexp(*np.stack([g["u"][0, list(WORK_GLOBALS)] for g in
+                                   raw.featurizer.graphs(context, candidates)]).T)
+    np.testing.assert_allclose(cmean, 0.5 * (mean - work) + 0.8 * work - 2.0, rtol=1e-6)
+    np.testing.assert_allclose(cstd, 0.5 * std, rtol=1e-6)
+    assert std.max() > 0  # MC dropout: the std is scaled, not zero
+    np.testing.assert_allclose(scores(raw, context, candidates), scores(calibrated, context, candidates))
+    calibrated.save(str(tmp_path / "saved"))
+    again = GNNCostModel(checkpoint=None, config=config)
+    again.load(str(tmp_path / "saved"))
+    assert again.describe()["calibration"] == cal.to_dict()
+    np.testing.assert_allclose(again.predict_with_uncertainty(context, candidates)[0], cmean, rtol=1e-6)
+    save_checkpoint(tmp_path / "bad", net, schema=CANDIDATE_SCHEMA,
+                    extra={"calibration": {"scale": -1.0, "work": 1.0, "offset": 0.0}})
+    with pytest.raises(TvmCostError, match="bad calibration") as err:
+        GNNCostModel(checkpoint=tmp_path / "bad")
+    assert "\n" not in str(err.value) and "bad" in str(err.value)
+
+
 def test_shipped_checkpoint_is_found_for_the_target(task, tmp_path, monkeypatch, caplog):
     context, candidates, _ = task
     monkeypatch.setattr(checkpoints, "CHECKPOINT_DIR", tmp_path)

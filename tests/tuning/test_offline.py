@@ -55,6 +55,7 @@ def test_train_and_eval_commands(tiny_logs, tmp_path, capsys):
     assert meta["extra"]["records"] == 16 and meta["extra"]["target"] == {"kind": "llvm", "num-cores": 1}
     assert meta["extra"]["measured_on"] == "SYNTHETIC CPU"  # the CPU in the data folder's MANIFEST
     assert meta["extra"]["gpu"] is None  # CPU records name no GPU
+    assert meta["extra"]["calibration"]["records"] == 16 and meta["extra"]["calibration"]["scale"] > 0
 
     assert model.config.work_globals == ()
     assert main(["train", str(tiny_logs), "--out", str(tmp_path / "no_fam1"), "--exclude-families", "fam1",
@@ -72,7 +73,9 @@ def test_train_and_eval_commands(tiny_logs, tmp_path, capsys):
     assert set(report["per_seed"]) == {"0", "1"}
     for name in ("random", "xgb", "gnn", "ensemble", "ranker", "gnn+ranker", "ranker-trace"):
         assert 0.0 <= report["mean"][name]["pairwise_acc"] <= 1.0
-    assert np.isfinite(report["mean"]["gnn"]["mape"]) and 0.0 <= report["mean"]["gnn"]["within_2x"] <= 1.0
+    for name in ("gnn", "gnn-uncalibrated", "work-fit", "xgb-reg"):  # the head, before calibration, baselines
+        assert np.isfinite(report["mean"][name]["mape"]) and 0.0 <= report["mean"][name]["within_2x"] <= 1.0
+    assert "pairwise_acc" not in report["mean"]["work-fit"]  # regression only
     assert set(report["deep_ensemble"]) == {"pairwise_acc", "pairwise_acc_1.1x", "peak@1", "peak@5", "kendall_tau",
                                           "mape", "within_2x", "within_2x_slow"}
     for name in ("random", "xgb", "gnn", "ranker"):  # pairs 10 % apart: a subset of all pairs, so NaN or in [0, 1]

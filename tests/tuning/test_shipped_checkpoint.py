@@ -31,6 +31,8 @@ def test_shipped_checkpoint_matches_the_schema_and_loads_without_pickle(name, ki
     assert meta["feature_schema"] == {"name": CANDIDATE_SCHEMA.name, "version": CANDIDATE_SCHEMA.version,
                                       "hash": CANDIDATE_SCHEMA.hash}
     assert meta["extra"]["target"]["kind"] == kind and meta["extra"]["records"] > 0
+    calibration = meta["extra"]["calibration"]  # fitted on every training candidate (docs/kernel_model.md)
+    assert calibration["records"] == meta["extra"]["records"] and 0 < calibration["scale"] < 1
     model, _ = load_checkpoint(shipped, schema=CANDIDATE_SCHEMA)
     assert not model.training
 

@@ -1,5 +1,6 @@
 """Training of graph cost models: losses, PCGrad, metrics, checkpoints and the training loop."""
 
+from tvm_cost.train.calibration import Calibration, fit_calibration, item_log_work
 from tvm_cost.train.checkpoint import checkpoint_paths, load_checkpoint, read_metadata, save_checkpoint
 from tvm_cost.train.config import TrainConfig
 from tvm_cost.train.losses import centered_log_mse_loss, listmle_loss, listnet_loss, log_mse_loss, \
@@ -12,6 +13,7 @@ from tvm_cost.train.pcgrad import PCGrad, project_conflicting
 from tvm_cost.train.sampling import GroupBatchSampler, make_loader
 
 __all__ = [
+    "Calibration",
     "GroupBatchSampler",
     "History",
     "PCGrad",
@@ -20,6 +22,8 @@ __all__ = [
     "centered_log_mse_loss",
     "checkpoint_paths",
     "evaluate",
+    "fit_calibration",
+    "item_log_work",
     "kendall_tau",
     "listmle_loss",
     "listnet_loss",

@@ -42,6 +42,7 @@ from tvm_cost.data.kernel_dataset import to_data
 from tvm_cost.errors import TvmCostError
 from tvm_cost.features.program_graph import to_pyg_batch
 from tvm_cost.features.program_schema import CANDIDATE_SCHEMA
+from tvm_cost.train.calibration import Calibration
 from tvm_cost.tuning.checkpoints import shipped_checkpoint, target_name
 from tvm_cost.tuning.config import GNNCostModelConfig
 from tvm_cost.tuning.finetune import finetune_optimizer, finetune_steps, fit_input_normalization
@@ -81,6 +82,7 @@ class GNNCostModel(PyCostModel):
         self.buffer = ReplayBuffer(config.buffer_size)
         self.model: nn.Module | None = None
         self.source = "none"
+        self.calibration = Calibration()  # of the weights' times (`predict_with_uncertainty`); identity if untrained
         self.trained = False  # weights came from training (a checkpoint or a given model)
         self.norm_fitted = False
         self.updates = 0
@@ -96,7 +98,13 @@ class GNNCostModel(PyCostModel):
             self._materialize()
 
     # -- weights -----------------------------------------------------------------------------------------------
-    def _set_model(self, model: nn.Module, *, source: str, trained: bool) -> None:
+    def _set_model(self, model: nn.Module, *, source: str, trained: bool, meta: dict[str, Any] | None = None,
+                   path: Path | None = None) -> None:
+        """Use `model`; `meta` (its checkpoint's metadata, read from `path`) gives the time calibration."""
+        try:
+            self.calibration = Calibration.from_dict((meta or {}).get("extra", {}).get("calibration"))
+        except ValueError as err:
+            raise TvmCostError(str(err), path=path) from None
         self.model, self.source, self.trained = model.eval(), source, trained
         self.norm_fitted = trained
         self._optimizer = None
@@ -105,7 +113,7 @@ class GNNCostModel(PyCostModel):
         from tvm_cost.train.checkpoint import load_checkpoint
 
         model, meta = load_checkpoint(path, schema=CANDIDATE_SCHEMA)
-        self._set_model(model, source=source or str(path), trained=True)
+        self._set_model(model, source=source or str(path), trained=True, meta=meta, path=path)
         self._warn_other_cpu(meta.get("extra", {}).get("measured_on"), path)
 
     def _warn_other_cpu(self, measured_on: str | None, path: Path) -> None:
@@ -196,7 +204,8 @@ class GNNCostModel(PyCostModel):
         folder.mkdir(parents=True, exist_ok=True)
         model = self._materialize()
         save_checkpoint(folder / "model", model, schema=CANDIDATE_SCHEMA,
-                        extra={"target": self.target_name, "source": self.source})
+                        extra={"target": self.target_name, "source": self.source,
+                               "calibration": self.calibration.to_dict()})
         self.buffer.save(folder / "buffer.npz")
         if self.xgb is not None:
             save_xgb(self.xgb, str(folder / "xgb.tar"))
@@ -228,7 +237,7 @@ class GNNCostModel(PyCostModel):
             raise TvmCostError(f"cannot read the cost-model state ({one_line(err)})", path=state_path) from None
         from tvm_cost.train.checkpoint import load_checkpoint
 
-        model, _ = load_checkpoint(folder / "model", schema=CANDIDATE_SCHEMA)
+        model, meta = load_checkpoint(folder / "model", schema=CANDIDATE_SCHEMA)
         try:
             buffer = ReplayBuffer.load(folder / "buffer.npz", capacity=config.buffer_size)
         except (OSError, ValueError, KeyError) as err:
@@ -239,14 +248,16 @@ class GNNCostModel(PyCostModel):
             xgb = make_xgb()
             load_xgb(xgb, str(folder / "xgb.tar"))
         self.config, self.buffer, self.xgb = config, buffer, xgb
-        self._set_model(model, source=str(state.get("source", folder)), trained=bool(state.get("trained")))
+        self._set_model(model, source=str(state.get("source", folder)), trained=bool(state.get("trained")),
+                        meta=meta, path=folder / "model.json")
         self.norm_fitted = bool(state.get("norm_fitted"))
         self.target_name, self.updates = state.get("target_name"), int(state.get("updates", 0))
         self.mode, self.fallback_reason = str(state.get("mode", "gnn")), state.get("fallback_reason")
 
     # -- beyond the contract -----------------------------------------------------------------------------------
     def predict_with_uncertainty(self, context: Any, candidates: list[Any]) -> tuple[np.ndarray, np.ndarray]:
-        """Mean and standard deviation of the predicted natural-log latency (ms for the shipped models).
+        """Mean and standard deviation of the predicted natural-log latency (ms for the shipped models), through
+        the checkpoint's `Calibration` (ranks as `predict` does; the times are real times, docs/kernel_model.md).
 
         A deep ensemble (``config.ensemble > 1`` or an `EnsembleModel` checkpoint) adds the spread between
         members to MC dropout over `config.mc_samples` passes (Gal & Ghahramani 2016); seeded, so repeatable.
@@ -254,11 +265,20 @@ class GNNCostModel(PyCostModel):
         Shapes:
             Returns ``(mean, std)``, each float64 [len(candidates)].
         """
-        return self._predict_log(context, candidates, samples=self.config.mc_samples)
+        mean, std = self._predict_log(context, candidates, samples=self.config.mc_samples)
+        if not len(mean):
+            return mean, std
+        from tvm_cost.models.base import log_work
+
+        config = self.model.config  # type: ignore[union-attr]
+        work = np.array([float(log_work(config, torch.from_numpy(g["u"]), 1)[0, 0])
+                         for g in self.featurizer.graphs(context, candidates)])  # cached by _predict_log
+        return self.calibration.apply(mean, work), self.calibration.scale * std
 
     def describe(self) -> dict[str, Any]:
         """Where the weights came from and what the model has learnt in this tune."""
         return {"source": self.source, "trained": self.trained, "mode": self.mode, "target": self.target_name,
+                "calibration": self.calibration.to_dict(),
                 "fallback_reason": self.fallback_reason, "updates": self.updates,
                 "buffered": len(self.buffer), "tasks": len(self.buffer.tasks),
                 "graph_cache": {"hits": self.featurizer.hits, "misses": self.featurizer.misses}}

@@ -30,6 +30,9 @@ APART = 1.1
 """Pairs of "pairwise_acc_1.1x" are at least this factor apart in latency: past the near-ties that measurement noise
 orders either way (a re-timed record's median relative spread is 2.4 % here, docs/kernel_model.md, label noise)."""
 REGRESSION_METRICS = ("mape", "within_2x", "within_2x_slow")
+REGRESSION_MODELS = ("gnn-uncalibrated", "work-fit", "xgb-reg")
+"""Rows with regression metrics only: the GNN's head before `tvm_cost.train.calibration`, and two baselines
+(`regression_baselines`)."""
 
 
 def task_families(root: str | Path) -> dict[str, set[str]]:
@@ -99,6 +102,40 @@ def xgbmodel_scores(train_items: Sequence[Any], test_items: Sequence[Any]) -> np
     inner = getattr(model, "_inst", model)
     rows = [d.x[:, :NUM_STORE_FEATURES].numpy() for d in test_items]
     return np.asarray(inner._predict(rows), np.float64)  # noqa: SLF001
+
+
+REGRESSION_ROUNDS = 400
+REGRESSION_PARAMS = {"objective": "reg:squarederror", "eta": 0.05, "max_depth": 8, "subsample": 0.8,
+                     "colsample_bytree": 0.8, "nthread": 1}
+
+
+def regression_baselines(train_items: Sequence[Any], test_items: Sequence[Any], *, seed: int = 0
+                         ) -> dict[str, np.ndarray]:
+    """Predicted log-ms of `test_items` by two baselines for the GNN's regression head, fitted on the training
+    items' own times (``rank_only`` items skipped):
+
+    - "work-fit": least squares of log latency on (log FLOPs, log bytes, 1), what a kernel's size alone says;
+    - "xgb-reg": XGBoost regression (squared error on log ms) over the rows ranker's features (PerStoreFeature
+      sums and maxima, the task's globals, the trace's decisions), fitted to what "work-fit" leaves.
+    """
+    import xgboost as xgb
+
+    from tvm_cost.features.program_schema import WORK_GLOBALS
+    from tvm_cost.tuning.ranker import ranker_features
+
+    fit = [d for d in train_items if not is_rank_only(d)]
+    y = np.log([d.latency_ms for d in fit])
+
+    def size(items: Sequence[Any]) -> np.ndarray:
+        work = np.stack([d.u.numpy().reshape(-1)[list(WORK_GLOBALS)] for d in items]).astype(np.float64)
+        return np.c_[work, np.ones(len(items))]
+
+    coef = np.linalg.lstsq(size(fit), y, rcond=None)[0]
+    base_fit, base_test = size(fit) @ coef, size(test_items) @ coef
+    booster = xgb.train({**REGRESSION_PARAMS, "seed": seed}, xgb.DMatrix(ranker_features(fit, "rows"), y - base_fit),
+                        REGRESSION_ROUNDS)
+    return {"work-fit": base_test,
+            "xgb-reg": base_test + booster.predict(xgb.DMatrix(ranker_features(test_items, "rows")))}
 
 
 def with_rank_only(primary: Sequence[Any], extra: Sequence[Sequence[Any]]) -> list[Any]:
@@ -214,43 +251,59 @@ def compare_on_held_out(items: Sequence[Any], train_idx: np.ndarray, test_idx: n
     predicted log-latencies, as `EnsembleModel` combines its members): one more model, at the cost of one
     forward pass per member.
 
+    The GNN's times are calibrated (`tvm_cost.train.calibration`, fitted on its training predictions as
+    `tvm-cost train` does); "gnn-uncalibrated" and the `regression_baselines` add regression metrics only.
+
     Returns:
         ``{"per_seed": {seed: {model: metrics}}, "mean": {model: metrics}, "std": ..., "deep_ensemble": metrics
-        (None for one seed), "predictions": {"measured_ms", "gnn_ms" (first seed)}}``; the GNN's metrics add
-        `regression_metrics` of its regression head.
+        (None for one seed), "predictions": {"measured_ms", "gnn_ms" (first seed, calibrated)}}``; the GNN's
+        metrics add `regression_metrics` of its calibrated regression head.
     """
+    from tvm_cost.train import fit_calibration, item_log_work
     from tvm_cost.tuning.ranker import ranker_scores
 
     train_items = [items[int(i)] for i in train_idx]
     test_items = [items[int(i)] for i in test_idx]
+    timed = [d for d in train_items if not is_rank_only(d)]  # what calibrations and baselines fit absolute times on
     latency = np.array([d.latency_ms for d in test_items])
-    train_latency = np.array([d.latency_ms for d in train_items if not is_rank_only(d)])
+    train_latency = np.array([d.latency_ms for d in timed])
     group = np.array([int(d.group) for d in test_items])
     xgb_scores = xgbmodel_scores(train_items, test_items)  # deterministic: one fit serves all seeds
     xgb = ranking_metrics(latency, xgb_scores, group)
     ranked = ranker_scores(train_items, test_items)
     ranker = ranking_metrics(latency, ranked, group)
     ranker_trace = ranking_metrics(latency, ranker_scores(train_items, test_items, features="trace"), group)
+    baselines = {name: regression_metrics(latency, np.exp(pred), train_latency)
+                 for name, pred in regression_baselines(train_items, test_items).items()}
     per_seed: dict[int, dict[str, dict[str, float]]] = {}
-    preds: list[np.ndarray] = []
+    preds, fits, calibrated = [], [], []
     for seed in seeds:
         model, _ = train_gnn(train_items, model_config=model_config.replace(seed=seed),
                              train_config=train_config.replace(seed=seed),
                              callback=None if on_epoch is None else (lambda r, s=seed: on_epoch(s, r)))
-        pred = predict_log_ms(model, test_items)
+        if not preds:
+            work, train_work = item_log_work(model, test_items), item_log_work(model, timed)
+        pred, fit = predict_log_ms(model, test_items), predict_log_ms(model, timed)
         preds.append(pred)
+        fits.append(fit)
+        calibrated.append(fit_calibration(fit, train_work, train_latency).apply(pred, work))
         rand = np.random.default_rng(seed).random(len(test_items))
         per_seed[seed] = {"random": ranking_metrics(latency, rand, group), "xgb": xgb,
                           "gnn": {**ranking_metrics(latency, -pred, group),
-                                  **regression_metrics(latency, np.exp(pred), train_latency)},
+                                  **regression_metrics(latency, np.exp(calibrated[-1]), train_latency)},
                           "ensemble": ranking_metrics(latency, ensemble_scores(-pred, xgb_scores, group), group),
                           "ranker": ranker, "ranker-trace": ranker_trace,
-                          "gnn+ranker": ranking_metrics(latency, ensemble_scores(-pred, ranked, group), group)}
-    deep = np.mean(preds, axis=0) if len(preds) > 1 else None
+                          "gnn+ranker": ranking_metrics(latency, ensemble_scores(-pred, ranked, group), group),
+                          "gnn-uncalibrated": regression_metrics(latency, np.exp(pred), train_latency), **baselines}
+    deep = deep_calibrated = None
+    if len(preds) > 1:
+        deep = np.mean(preds, axis=0)
+        deep_calibrated = fit_calibration(np.mean(fits, axis=0), train_work, train_latency).apply(deep, work)
     return {**_over_seeds(per_seed),
-            "deep_ensemble": None if deep is None else {**ranking_metrics(latency, -deep, group),
-                                                         **regression_metrics(latency, np.exp(deep), train_latency)},
-            "predictions": {"measured_ms": latency, "gnn_ms": np.exp(preds[0]) if preds else None}}
+            "deep_ensemble": None if deep is None else {
+                **ranking_metrics(latency, -deep, group),
+                **regression_metrics(latency, np.exp(deep_calibrated), train_latency)},
+            "predictions": {"measured_ms": latency, "gnn_ms": np.exp(calibrated[0]) if preds else None}}
 
 
 def _over_seeds(per_seed: dict[Any, dict[str, dict[str, float]]]) -> dict[str, Any]:
