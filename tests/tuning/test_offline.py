@@ -223,6 +223,25 @@ def test_online_adaptation_study_scores_every_model_on_the_unseen_candidates(tin
     assert refused.returncode == 2 and "was trained on some of ['fam1']" in refused.stderr
 
 
+def test_calibration_finetune_study_reports_raw_and_calibrated_times(tiny_logs, tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).parents[2] / "scripts" / "calibration_finetune_study.py"
+    assert main(["train", str(tiny_logs), "--out", str(tmp_path / "no_fam1"), "--exclude-families", "fam1",
+                 "--epochs", "2", "--hidden", "8", "--layers", "1", "--batch-size", "8"]) == 0
+    done = subprocess.run([sys.executable, str(script), "--data", str(tiny_logs), "--checkpoint",
+                           str(tmp_path / "no_fam1"), "--test-families", "fam1", "--seen", "2,4", "--round", "2",
+                           "--min-candidates", "6"], capture_output=True, text=True, check=True)
+    report = json.loads(done.stdout)
+    assert report["tasks"] == 1 and report["calibration"]["records"] == 8  # fam0's 8 candidates
+    shares = report["within_2x_mean_over_tasks"]
+    assert set(shares) == {"2", "4"} and all(set(v) == {"pretrained", "pretrained calibrated", "fine-tuned",
+                                                         "fine-tuned calibrated"} for v in shares.values())
+    assert all(0.0 <= x <= 1.0 for v in shares.values() for x in v.values())
+
+
 def test_kernel_data_scaling_trains_both_models_on_each_fraction_of_the_training_tasks(tiny_logs, tmp_path):
     import subprocess
     import sys
