@@ -20,6 +20,11 @@ uses is four methods; how this model fills them:
 starts untrained with a warning. A checkpoint that is truncated, does not match `CANDIDATE_SCHEMA` or the model
 classes is refused with a one-line `TvmCostError`.
 
+**Times.** `predict_with_uncertainty` gives each candidate's predicted ln(ms) through the `Calibration` stored with
+the checkpoint (`tvm-cost train` fits it on the training candidates; identity for a checkpoint without one): the
+ranking loss stretches the raw predictions within a task, the calibration maps them back to times and keeps the
+order (docs/kernel_model.md, run thirty). It stays applied after online fine-tuning, where it still helps.
+
 **Fallback.** Any exception inside predict/update logs a warning and hands the rest of the tune to an internal
 `XGBModel`, seeded with the candidates measured so far, instead of crashing the tune.
 """
@@ -42,6 +47,7 @@ from tvm_cost.data.kernel_dataset import to_data
 from tvm_cost.errors import TvmCostError
 from tvm_cost.features.program_graph import to_pyg_batch
 from tvm_cost.features.program_schema import CANDIDATE_SCHEMA
+from tvm_cost.models.base import log_work
 from tvm_cost.train.calibration import Calibration
 from tvm_cost.tuning.checkpoints import shipped_checkpoint, target_name
 from tvm_cost.tuning.config import GNNCostModelConfig
@@ -269,8 +275,6 @@ class GNNCostModel(PyCostModel):
         mean, std = self._predict_log(context, candidates, samples=self.config.mc_samples)
         if not len(mean):
             return mean, std
-        from tvm_cost.models.base import log_work
-
         config = self.model.config  # type: ignore[union-attr]
         work = np.array([float(log_work(config, torch.from_numpy(g["u"]), 1)[0, 0])
                          for g in self.featurizer.graphs(context, candidates)])  # cached by _predict_log

@@ -281,7 +281,7 @@ def compare_on_held_out(items: Sequence[Any], train_idx: np.ndarray, test_idx: n
         model, _ = train_gnn(train_items, model_config=model_config.replace(seed=seed),
                              train_config=train_config.replace(seed=seed),
                              callback=None if on_epoch is None else (lambda r, s=seed: on_epoch(s, r)))
-        if not preds:
+        if not preds:  # the work columns are the config's, the same for every seed
             work, train_work = item_log_work(model, test_items), item_log_work(model, timed)
         pred, fit = predict_log_ms(model, test_items), predict_log_ms(model, timed)
         preds.append(pred)
