@@ -66,7 +66,7 @@ STATE_VERSION = 1
 class GNNCostModel(PyCostModel):
     """A GNN cost model for MetaSchedule (see the module docstring for the score, update and fallback rules).
 
-    On held-out CPU tasks (population 128) it reached XGBModel's 128-trial best in a median of 53.5 trials over 72
+    On held-out CPU tasks (population 128) it reached XGBModel's 128-trial best in a median of 56 trials over 90
     runs and leads it at every budget; before it read the trace decisions it trailed late, and at MetaSchedule's
     default population of 512 it ended 15 % behind (docs/kernel_model.md: run thirty; runs thirteen, fifteen).
     ``tvm-cost tune``'s default on CPUs is the trace ranker (`RankerCostModel`), which needs fewer trials still.
