@@ -14,7 +14,6 @@ raw and through the calibration fitted on the checkpoint's training candidates (
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 
 import numpy as np
@@ -35,8 +34,8 @@ def main() -> None:
     from tvm_cost.features.program_schema import CANDIDATE_SCHEMA
     from tvm_cost.train import fit_calibration, item_log_work, load_checkpoint, share_within_factor
     from tvm_cost.tuning.config import GNNCostModelConfig
-    from tvm_cost.tuning.finetune import finetune_optimizer, finetune_steps
-    from tvm_cost.tuning.offline import family_split, load_kernel_dataset, predict_log_ms, task_families
+    from tvm_cost.tuning.offline import family_split, load_kernel_dataset, online_finetuned_scores, predict_log_ms, \
+        task_families
 
     torch.set_num_threads(1)
     ds = load_kernel_dataset(args.data)
@@ -57,15 +56,8 @@ def main() -> None:
         for k in seen_counts:
             seen, rest = task[:k], task[k:]
             latency, work = np.array([d.latency_ms for d in rest]), item_log_work(model, rest)
-            tuned = copy.deepcopy(model)
-            optimizer = finetune_optimizer(tuned, config)
-            graphs = [{key: getattr(d, key).numpy() for key in ("x", "edge_index", "edge_attr", "u")} for d in seen]
-            seen_ms = np.array([d.latency_ms for d in seen])
-            for r in range(k // args.round):
-                end = (r + 1) * args.round
-                finetune_steps(tuned, optimizer, graphs[:end], seen_ms[:end], num_new=args.round, config=config,
-                               seed=r)
-            pre, post = predict_log_ms(model, rest), predict_log_ms(tuned, rest)
+            pre = predict_log_ms(model, rest)
+            post = -online_finetuned_scores(model, seen, rest, config, seed=0, round_size=args.round)
             for name, pred in (("pretrained", pre), ("pretrained calibrated", cal.apply(pre, work)),
                                ("fine-tuned", post), ("fine-tuned calibrated", cal.apply(post, work))):
                 shares[k].setdefault(name, []).append(share_within_factor(latency, np.exp(pred)))

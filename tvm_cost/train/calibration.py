@@ -71,8 +71,9 @@ class Calibration:
 def fit_calibration(log_pred: np.ndarray, log_work: np.ndarray, latency_ms: np.ndarray) -> Calibration:
     """Least squares of ``log(latency_ms)`` on (prediction - log work, log work, 1).
 
-    Without work (all zeros) the work term stays 1 and only scale and offset are fitted. The scale is kept at or
-    above `MIN_SCALE`, the offset refitted then. Too few candidates (< 3) give the identity.
+    Without varying work (no work columns, or one task) the work term stays 1 and only scale and offset are
+    fitted. The scale is kept at or above `MIN_SCALE`, the rest refitted then. Too few candidates (< 3) give the
+    identity.
 
     Shapes:
         log_pred, log_work, latency_ms: [N].

@@ -275,9 +275,9 @@ class GNNCostModel(PyCostModel):
         mean, std = self._predict_log(context, candidates, samples=self.config.mc_samples)
         if not len(mean):
             return mean, std
-        config = self.model.config  # type: ignore[union-attr]
-        work = np.array([float(log_work(config, torch.from_numpy(g["u"]), 1)[0, 0])
-                         for g in self.featurizer.graphs(context, candidates)])  # cached by _predict_log
+        graphs = self.featurizer.graphs(context, candidates)  # cached by _predict_log
+        u = torch.from_numpy(np.concatenate([g["u"] for g in graphs]))
+        work = log_work(self.model.config, u, len(graphs))[:, 0].double().numpy()  # type: ignore[union-attr]
         return self.calibration.apply(mean, work), self.calibration.scale * std
 
     def describe(self) -> dict[str, Any]:
