@@ -1,14 +1,17 @@
-"""Do a GNN checkpoint's calibrated times stay better than its raw ones after a tune fine-tunes it on a task?
+"""How good are a GNN checkpoint's times once a tune has measured some candidates of the task?
 
 An offline replay on measured candidates: for every held-out task with at least `--min-candidates`, a random
 order; the first ``k`` candidates are "measured" and fed to `finetune_steps` in rounds of `--round` with
 `GNNCostModel`'s shipped settings (what ``update()`` does in a tune), the rest are predicted. Reports, averaged
 over tasks, the share of the rest predicted within 2x of the measured latency: pretrained and fine-tuned, each
 raw and through the calibration fitted on the checkpoint's training candidates (`tvm_cost.train.calibration`, as
-`tvm-cost train` fits it).
+`tvm-cost train` fits it), and "+ shift": moved by the median measured-minus-predicted ln(ms) of the ``k``, as
+`GNNCostModel.predict_with_uncertainty` does. With `--times-checkpoint` (a times member, never fine-tuned in a
+tune) also its times, alone and shifted.
 
     python scripts/calibration_finetune_study.py --data tuning_logs/llvm-1core-xeon \\
-        --checkpoint docs/bench_kernel_epyc29/xeon-no-mbv2-r50-cand --test-families mobilenet_v2,resnet50
+        --checkpoint docs/bench_kernel_epyc29/xeon-no-mbv2-r50-cand --test-families mobilenet_v2,resnet50 \\
+        --times-checkpoint docs/bench_kernel_epyc29/xeon-no-mbv2-r50-cand-times
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ def main() -> None:
     parser.add_argument("--data", required=True)
     parser.add_argument("--checkpoint", required=True, help="a GNN trained without --test-families")
     parser.add_argument("--test-families", required=True)
+    parser.add_argument("--times-checkpoint", help="its times member (tvm-cost train writes OUT-times)")
     parser.add_argument("--seen", default="16,32", help="measured candidates per task (multiples of --round)")
     parser.add_argument("--round", type=int, default=16, help="candidates per fine-tuning round (the bench's 16)")
     parser.add_argument("--min-candidates", type=int, default=48)
@@ -42,6 +46,7 @@ def main() -> None:
     items = [ds[i] for i in range(len(ds))]
     train_idx, test_idx = family_split(ds.groups, task_families(args.data), args.test_families.split(","))
     model, _ = load_checkpoint(args.checkpoint, schema=CANDIDATE_SCHEMA)
+    times = load_checkpoint(args.times_checkpoint, schema=CANDIDATE_SCHEMA)[0] if args.times_checkpoint else None
     fit = [items[int(i)] for i in train_idx]
     cal = fit_calibration(predict_log_ms(model, fit), item_log_work(model, fit), np.array([d.latency_ms for d in fit]))
     tasks: dict[str, list] = {}
@@ -54,13 +59,26 @@ def main() -> None:
     for task in used:
         task = [task[j] for j in rng.permutation(len(task))]
         for k in seen_counts:
-            seen, rest = task[:k], task[k:]
-            latency, work = np.array([d.latency_ms for d in rest]), item_log_work(model, rest)
-            pre = predict_log_ms(model, rest)
-            post = -online_finetuned_scores(model, seen, rest, config, seed=0, round_size=args.round)
-            for name, pred in (("pretrained", pre), ("pretrained calibrated", cal.apply(pre, work)),
-                               ("fine-tuned", post), ("fine-tuned calibrated", cal.apply(post, work))):
-                shares[k].setdefault(name, []).append(share_within_factor(latency, np.exp(pred)))
+            measured = np.log([d.latency_ms for d in task])
+
+            def shifted(pred: np.ndarray, k: int = k, measured: np.ndarray = measured) -> np.ndarray:
+                """`pred` of the whole task -> the rest's, moved by the median error on the first k."""
+                return pred[k:] + np.median(measured[:k] - pred[:k])
+
+            work = item_log_work(model, task)
+            pre = predict_log_ms(model, task)
+            post = -online_finetuned_scores(model, task[:k], task, config, seed=0, round_size=args.round)
+            rows = {"pretrained": pre[k:], "pretrained calibrated": cal.apply(pre, work)[k:],
+                    "fine-tuned": post[k:], "fine-tuned calibrated": cal.apply(post, work)[k:],
+                    "fine-tuned calibrated + shift": shifted(cal.apply(post, work))}
+            if times is not None:
+                alone = predict_log_ms(times, task)
+                both = 0.5 * (alone + cal.apply(post, work))
+                rows.update({"times member": alone[k:], "times member + shift": shifted(alone),
+                             "pretrained calibrated and times member, mean": 0.5 * (alone + cal.apply(pre, work))[k:],
+                             "fine-tuned calibrated and times member, mean + shift": shifted(both)})
+            for name, pred in rows.items():
+                shares[k].setdefault(name, []).append(share_within_factor(np.exp(measured[k:]), np.exp(pred)))
     print(json.dumps({"calibration": cal.to_dict(), "tasks": len(used), "within_2x_mean_over_tasks": {
         str(k): {name: round(float(np.mean(v)), 3) for name, v in by_name.items()} for k, by_name in shares.items()}},
         indent=1))

@@ -30,6 +30,10 @@ def register(sub: Any) -> None:
     p.add_argument("--exclude-families", default="", metavar="F1,F2",
                    help="leave out the tasks only these model families contain (tasks.json), e.g. to bench the "
                         "checkpoint on those families")
+    p.add_argument("--times", action=argparse.BooleanOptionalAction, default=True,
+                   help="also train the times member (OUT-times: the same network on the log-MSE alone, DATA's own "
+                        "records only), which GNNCostModel.predict_with_uncertainty averages with the calibrated "
+                        "ranking head")
     _add_training_args(p)
     p.set_defaults(func=_train)
 
@@ -163,7 +167,8 @@ def _train(args: argparse.Namespace) -> None:
     from tvm_cost.features.program_schema import CANDIDATE_SCHEMA
     from tvm_cost.train import fit_calibration, item_log_work, pairwise_accuracy, save_checkpoint, \
         share_within_factor
-    from tvm_cost.tuning.offline import data_target, predict_log_ms, train_gnn, with_rank_only
+    from tvm_cost.tuning.checkpoints import TIMES_SUFFIX
+    from tvm_cost.tuning.offline import data_target, predict_log_ms, times_train_config, train_gnn, with_rank_only
 
     if args.ranker:
         _train_ranker(args)
@@ -187,6 +192,14 @@ def _train(args: argparse.Namespace) -> None:
                                        train_config=train_config,
                                        callback=lambda r: progress.update(
                                            bar, advance=1, description=f"train (loss {r['train_loss']:.3f})"))
+            times_model = None
+            if args.times:  # this machine's records only: other machines' times are not this one's
+                bar = progress.add_task("train the times member", total=train_config.epochs)
+                times_model, _ = train_gnn(items, model_config=model_config,
+                                           train_config=times_train_config(train_config),
+                                           callback=lambda r: progress.update(
+                                               bar, advance=1,
+                                               description=f"train the times member (loss {r['train_loss']:.3f})"))
             train_s = time.perf_counter() - t0
         if rank != 0:
             return
@@ -199,8 +212,18 @@ def _train(args: argparse.Namespace) -> None:
         calibration = fit_calibration(pred, work, latency)  # on this machine's times, never the --rank-data ones
         within = [share_within_factor(latency, np.exp(p)) for p in (pred, calibration.apply(pred, work))]
         target = _target(args) or data_target(args.data)
+        times_name = None
+        if times_model is not None:
+            times_path = save_checkpoint(
+                f"{Path(args.out)}{TIMES_SUFFIX}", times_model, schema=CANDIDATE_SCHEMA,
+                extra={"role": "times", "target": target, "data": str(args.data), "records": len(items),
+                       "excluded_families": excluded, "measured_on": _measured_on(args.data, target),
+                       "train_config": times_train_config(train_config).to_dict()})
+            times_name = times_path.stem
+            within.append(share_within_factor(latency, np.exp(predict_log_ms(times_model, items))))
         weights = save_checkpoint(args.out, model, schema=CANDIDATE_SCHEMA, extra={
-            "calibration": calibration.to_dict(), "target": target, "data": str(args.data), "records": len(items),
+            "calibration": calibration.to_dict(), "times": times_name, "target": target, "data": str(args.data),
+            "records": len(items),
             "tasks": tasks, "excluded_families": excluded,
             "rank_data": [{"data": str(path), "records": len(e), "measured_on": _measured_on(path, target)}
                           for (path, _), e in zip(rank_sets, extra, strict=True)],
@@ -214,7 +237,8 @@ def _train(args: argparse.Namespace) -> None:
         f"{len(history.records)} epochs "
         f"in {train_s:.0f} s, final train loss {history.records[-1]['train_loss']:.4f}, pairwise accuracy on the "
         f"training data {fit_acc:.3f}; times within 2x of the measured {within[0]:.2f} as predicted, "
-        f"{within[1]:.2f} calibrated (scale {calibration.scale:.2f}); checkpoint {weights} "
+        f"{within[1]:.2f} calibrated (scale {calibration.scale:.2f})"
+        f"{f', {within[2]:.2f} by the times member {times_name}' if times_name else ''}; checkpoint {weights} "
         f"({weights.stat().st_size / 1e6:.2f} MB) + .json")
 
 
@@ -309,11 +333,12 @@ def _eval_folds(args: argparse.Namespace, seeds: list[int], configs: tuple[Any, 
         ds = _dataset(args, progress)
         rank_sets = _rank_datasets(args, progress)
         items = [ds[i] for i in range(len(ds))]
-        bar = progress.add_task("train GNNs", total=len(folds) * len(seeds) * train_config.epochs)
+        per_seed = 2 * train_config.epochs  # the ranking network and its times member
+        bar = progress.add_task("train GNNs", total=len(folds) * len(seeds) * per_seed)
         for fold in folds:
             train_idx, test_idx = family_split(ds.groups, families, fold)
             if len(test_idx) == 0:  # every task of the family is shared with another family: nothing to hold out
-                progress.update(bar, advance=len(seeds) * train_config.epochs)
+                progress.update(bar, advance=len(seeds) * per_seed)
                 continue
             fold_items = with_rank_only(items, [_kept(other, path, fold) for path, other in rank_sets])
             train_idx = np.concatenate([train_idx, np.arange(len(items), len(fold_items))])
@@ -372,7 +397,8 @@ def _eval_table(args: argparse.Namespace, report: dict, summary: dict) -> Any:
         title = (f"held-out families {', '.join(report['test_families'])}: {report['test_tasks']} tasks "
                  f"({report['test_tasks_with_pairs']} with 2+ candidates), {report['test_records']} candidates; "
                  f"mean ± std over seeds {args.seeds}")
-    table = Table(title=title)
+    table = Table(title=title, caption="gnn: ranks by the ranking network; its times are the mean of "
+                                        "gnn-rank-calibrated (that network's head, calibrated) and gnn-times-member")
     table.add_column("model")
     for name in (*RANKING_METRICS, *REGRESSION_METRICS):
         table.add_column(name, justify="right")

@@ -137,6 +137,46 @@ def test_a_checkpoint_calibration_maps_times_and_keeps_scores(task, tmp_path):
     assert "\n" not in str(err.value) and "bad" in str(err.value)
 
 
+def test_a_times_member_joins_the_calibrated_head_and_measurements_shift_the_times_to_the_task(task, tmp_path):
+    """A checkpoint naming a times member: `predict_with_uncertainty` is the mean of that network and the calibrated
+    ranking head (std by the law of total variance), the search's scores stay the ranking network's, and once
+    candidates of the task are measured the times move by the median measured-minus-predicted ln(ms). It survives
+    save -> load; a missing member is refused in one line naming the file."""
+    from tvm_cost.train import Calibration
+
+    context, candidates, results = task
+    rank, times = small_seernet(), SeerNet(small_seernet().config.replace(seed=7, dropout=0.2))
+    save_checkpoint(tmp_path / "m-times", times, schema=CANDIDATE_SCHEMA)
+    cal = Calibration(scale=0.5, work=0.8, offset=-2.0, records=10).to_dict()
+    save_checkpoint(tmp_path / "m", rank, schema=CANDIDATE_SCHEMA, extra={"calibration": cal, "times": "m-times"})
+    save_checkpoint(tmp_path / "cal", rank, schema=CANDIDATE_SCHEMA, extra={"calibration": cal})
+    config = SMALL.replace(mc_samples=4, update_steps=0)
+    model, head, alone = (GNNCostModel(checkpoint=tmp_path / n, config=config) for n in ("m", "cal", "m-times"))
+    assert model.describe()["times"] == "calibrated ranking head + times member"
+    assert head.describe()["times"] == "calibrated ranking head"
+    (mean, std), (head_mean, head_std), (alone_mean, alone_std) = (
+        m.predict_with_uncertainty(context, candidates) for m in (model, head, alone))
+    np.testing.assert_allclose(mean, 0.5 * (head_mean + alone_mean), rtol=1e-6)
+    spread = 0.5 * (head_mean - alone_mean)
+    np.testing.assert_allclose(std, np.sqrt(0.5 * (head_std**2 + alone_std**2) + spread**2), rtol=1e-6)
+    assert alone_std.max() > 0 and np.abs(spread).max() > 0
+    np.testing.assert_allclose(scores(model, context, candidates), scores(head, context, candidates))
+
+    model.update(context, candidates[:5], results[:5])  # no fine-tuning (update_steps=0): the shift alone
+    point = GNNCostModel(checkpoint=tmp_path / "m", config=config.replace(mc_samples=1))  # no dropout
+    shift = np.median(np.log(latencies(results[:5]) * 1e3) - point.predict_with_uncertainty(context, candidates[:5])[0])
+    np.testing.assert_allclose(model.predict_with_uncertainty(context, candidates)[0], mean + shift, rtol=1e-6)
+    model.save(str(tmp_path / "saved"))
+    again = GNNCostModel(checkpoint=None, config=config)
+    again.load(str(tmp_path / "saved"))
+    np.testing.assert_allclose(again.predict_with_uncertainty(context, candidates)[0], mean + shift, rtol=1e-6)
+
+    (tmp_path / "m-times.safetensors").unlink()
+    with pytest.raises(TvmCostError, match="missing") as err:
+        GNNCostModel(checkpoint=tmp_path / "m")
+    assert "\n" not in str(err.value) and "m-times" in str(err.value)
+
+
 def test_shipped_checkpoint_is_found_for_the_target(task, tmp_path, monkeypatch, caplog):
     context, candidates, _ = task
     monkeypatch.setattr(checkpoints, "CHECKPOINT_DIR", tmp_path)
@@ -148,7 +188,8 @@ def test_shipped_checkpoint_is_found_for_the_target(task, tmp_path, monkeypatch,
     assert not caplog.records
     assert eager.describe()["source"] == lazy.describe()["source"] == "shipped:llvm-2core"
     np.testing.assert_allclose(scores(eager, context, candidates), lazy_scores)
-    # another core count: the nearest llvm checkpoint, with a warning
+    # another core count: the nearest llvm checkpoint, with a warning; a times member is never a target's
+    save_checkpoint(tmp_path / "llvm-4core-times", small_seernet(), schema=CANDIDATE_SCHEMA)
     with caplog.at_level(logging.WARNING):
         near = GNNCostModel(target={"kind": "llvm", "num-cores": 4})
     assert near.describe()["source"] == "shipped:llvm-2core" and "llvm-4core" in caplog.text

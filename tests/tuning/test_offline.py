@@ -8,11 +8,12 @@ import warnings
 
 import numpy as np
 import pytest
+import torch
 
 from tvm_cost.cli import main
 from tvm_cost.errors import TvmCostError
 from tvm_cost.features.program_schema import CANDIDATE_SCHEMA
-from tvm_cost.train import load_checkpoint
+from tvm_cost.train import load_checkpoint, read_metadata
 from tvm_cost.tuning.offline import family_split, mean_over_folds, regression_metrics
 
 
@@ -56,11 +57,19 @@ def test_train_and_eval_commands(tiny_logs, tmp_path, capsys):
     assert meta["extra"]["measured_on"] == "SYNTHETIC CPU"  # the CPU in the data folder's MANIFEST
     assert meta["extra"]["gpu"] is None  # CPU records name no GPU
     assert meta["extra"]["calibration"]["records"] == 16 and meta["extra"]["calibration"]["scale"] > 0
+    times, times_meta = load_checkpoint(tmp_path / "model-times", schema=CANDIDATE_SCHEMA)  # the times member
+    assert meta["extra"]["times"] == "model-times" and times_meta["extra"]["role"] == "times"
+    assert times_meta["extra"]["train_config"]["listwise_weight"] == 0 == times_meta["extra"]["train_config"][
+        "task_mse_weight"] and meta["extra"]["train_config"]["listwise_weight"] == 1
+    assert any(not torch.equal(a, b) for a, b in zip(times.state_dict().values(), model.state_dict().values()))
 
     assert model.config.work_globals == ()
     assert main(["train", str(tiny_logs), "--out", str(tmp_path / "no_fam1"), "--exclude-families", "fam1",
                  *small]) == 0  # per unit of work by default
     assert "trained on 8 candidates of 1 tasks" in capsys.readouterr().out
+    assert main(["train", str(tiny_logs), "--out", str(tmp_path / "rank_only"), "--no-times", *small]) == 0
+    assert "times member" not in capsys.readouterr().out and not (tmp_path / "rank_only-times.json").exists()
+    assert read_metadata(tmp_path / "rank_only")["extra"]["times"] is None
     per_work, meta = load_checkpoint(tmp_path / "no_fam1", schema=CANDIDATE_SCHEMA)
     assert [CANDIDATE_SCHEMA.globals[c] for c in per_work.config.work_globals] == ["log_flops", "log_bytes"]
     assert meta["extra"]["excluded_families"] == ["fam1"] and meta["extra"]["tasks"] == 1
@@ -73,7 +82,7 @@ def test_train_and_eval_commands(tiny_logs, tmp_path, capsys):
     assert set(report["per_seed"]) == {"0", "1"}
     for name in ("random", "xgb", "gnn", "ensemble", "ranker", "gnn+ranker", "ranker-trace"):
         assert 0.0 <= report["mean"][name]["pairwise_acc"] <= 1.0
-    for name in ("gnn", "gnn-uncalibrated", "work-fit", "xgb-reg"):  # the head, before calibration, baselines
+    for name in ("gnn", "gnn-rank-calibrated", "gnn-times-member", "gnn-uncalibrated", "work-fit", "xgb-reg"):
         assert np.isfinite(report["mean"][name]["mape"]) and 0.0 <= report["mean"][name]["within_2x"] <= 1.0
     assert "pairwise_acc" not in report["mean"]["work-fit"]  # regression only
     assert set(report["deep_ensemble"]) == {"pairwise_acc", "pairwise_acc_1.1x", "peak@1", "peak@5", "kendall_tau",
@@ -223,7 +232,7 @@ def test_online_adaptation_study_scores_every_model_on_the_unseen_candidates(tin
     assert refused.returncode == 2 and "was trained on some of ['fam1']" in refused.stderr
 
 
-def test_calibration_finetune_study_reports_raw_and_calibrated_times(tiny_logs, tmp_path):
+def test_calibration_finetune_study_reports_raw_calibrated_shifted_and_member_times(tiny_logs, tmp_path):
     import subprocess
     import sys
     from pathlib import Path
@@ -233,12 +242,15 @@ def test_calibration_finetune_study_reports_raw_and_calibrated_times(tiny_logs, 
                  "--epochs", "2", "--hidden", "8", "--layers", "1", "--batch-size", "8"]) == 0
     done = subprocess.run([sys.executable, str(script), "--data", str(tiny_logs), "--checkpoint",
                            str(tmp_path / "no_fam1"), "--test-families", "fam1", "--seen", "2,4", "--round", "2",
-                           "--min-candidates", "6"], capture_output=True, text=True, check=True)
+                           "--min-candidates", "6", "--times-checkpoint", str(tmp_path / "no_fam1-times")],
+                          capture_output=True, text=True, check=True)
     report = json.loads(done.stdout)
     assert report["tasks"] == 1 and report["calibration"]["records"] == 8  # fam0's 8 candidates
     shares = report["within_2x_mean_over_tasks"]
-    assert set(shares) == {"2", "4"} and all(set(v) == {"pretrained", "pretrained calibrated", "fine-tuned",
-                                                         "fine-tuned calibrated"} for v in shares.values())
+    assert set(shares) == {"2", "4"} and all(set(v) == {
+        "pretrained", "pretrained calibrated", "fine-tuned", "fine-tuned calibrated", "fine-tuned calibrated + shift",
+        "times member", "times member + shift", "pretrained calibrated and times member, mean",
+        "fine-tuned calibrated and times member, mean + shift"} for v in shares.values())
     assert all(0.0 <= x <= 1.0 for v in shares.values() for x in v.values())
 
 

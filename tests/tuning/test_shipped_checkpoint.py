@@ -1,6 +1,7 @@
-"""The checkpoints shipped in the package (CPU: llvm-1core; GPU: cuda-h200; the CPU ranker llvm-1core-ranker):
-small, safetensors / XGBoost binary + JSON only, current feature schema, loaded by `GNNCostModel()` and
-`RankerCostModel()` for their target; a stale schema is refused in one line."""
+"""The checkpoints shipped in the package (CPU: llvm-1core; GPU: cuda-h200; each with its times member
+``-times``; the CPU ranker llvm-1core-ranker): small, safetensors / XGBoost binary + JSON only, current feature
+schema, loaded by `GNNCostModel()` and `RankerCostModel()` for their target; a stale schema is refused in one
+line."""
 
 from __future__ import annotations
 
@@ -35,6 +36,11 @@ def test_shipped_checkpoint_matches_the_schema_and_loads_without_pickle(name, ki
     assert calibration["records"] == meta["extra"]["records"] and 0 < calibration["scale"] < 1
     model, _ = load_checkpoint(shipped, schema=CANDIDATE_SCHEMA)
     assert not model.training
+    times = CHECKPOINT_DIR / f"{meta['extra']['times']}.safetensors"  # the times member, trained beside it
+    assert times.name == f"{name}-times.safetensors" and times.stat().st_size < 5e6
+    times_meta = read_metadata(times)
+    assert times_meta["extra"]["role"] == "times" and times_meta["extra"]["records"] == meta["extra"]["records"]
+    assert times_meta["extra"]["train_config"]["listwise_weight"] == 0
 
 
 def test_the_cpu_checkpoint_predicts_per_unit_of_work():
@@ -44,7 +50,8 @@ def test_the_cpu_checkpoint_predicts_per_unit_of_work():
 
 
 def test_gnn_cost_model_loads_it_for_its_target(caplog):
-    assert GNNCostModel(target={"kind": "llvm", "num-cores": 1}).describe()["source"] == "shipped:llvm-1core"
+    cpu = GNNCostModel(target={"kind": "llvm", "num-cores": 1}).describe()
+    assert cpu["source"] == "shipped:llvm-1core" and cpu["times"] == "calibrated ranking head + times member"
     assert GNNCostModel(target="cuda-h200").describe()["source"] == "shipped:cuda-h200"
     meta = read_metadata(CHECKPOINT_DIR / "cuda-h200.safetensors")
     assert meta["extra"]["gpu"]["name"] == "NVIDIA H200"  # the GPU its latencies were timed on

@@ -11,6 +11,8 @@ log = logging.getLogger(__name__)
 
 CHECKPOINT_DIR = Path(__file__).resolve().parent.parent / "checkpoints"
 """``tvm_cost/checkpoints/``: ``<target name>.safetensors`` + ``.json`` (see `tvm_cost.train.save_checkpoint`)."""
+TIMES_SUFFIX = "-times"
+"""``<checkpoint><TIMES_SUFFIX>``: a checkpoint's times member (`tvm-cost train`), never a target's checkpoint."""
 
 
 def target_name(target: Any) -> str:
@@ -40,7 +42,8 @@ def shipped_checkpoint(name: str, *, directory: Path | None = None, suffix: str 
         if exact.is_file():
             return exact
     family = name.split("-", 1)[0]
-    found = sorted(directory.glob(f"{family}-*{suffix}")) if directory.is_dir() else []
+    found = sorted(p for p in directory.glob(f"{family}-*{suffix}")
+                   if not p.name.removesuffix(suffix).endswith(TIMES_SUFFIX)) if directory.is_dir() else []
     if not found:
         return None
 

@@ -12,18 +12,21 @@ uses is four methods; how this model fills them:
   minimize a pairwise ranking loss within the task plus a small log-space MSE. A model built untrained first
   takes its input standardization from the measured graphs.
 - **save / load** -- a folder: ``model.safetensors`` + ``model.json`` (`tvm_cost.train.save_checkpoint`),
-  ``buffer.npz`` (the replay buffer, no pickle), ``state.json``, and ``xgb.tar`` after a fallback. `load` also
-  takes a bare training checkpoint (weights only). Untrained models save and load like trained ones.
+  ``times.safetensors`` + ``times.json`` where the weights have a times member, ``buffer.npz`` (the replay buffer,
+  no pickle), ``state.json``, and ``xgb.tar`` after a fallback. `load` also takes a bare training checkpoint
+  (weights only). Untrained models save and load like trained ones.
 
 **Weights.** ``GNNCostModel()`` loads the checkpoint shipped for the tune's target
 (``tvm_cost/checkpoints/<target name>.safetensors``, found at first use from the tune context) and otherwise
 starts untrained with a warning. A checkpoint that is truncated, does not match `CANDIDATE_SCHEMA` or the model
 classes is refused with a one-line `TvmCostError`.
 
-**Times.** `predict_with_uncertainty` gives each candidate's predicted ln(ms) through the `Calibration` stored with
-the checkpoint (`tvm-cost train` fits it on the training candidates; identity for a checkpoint without one): the
-ranking loss stretches the raw predictions within a task, the calibration maps them back to times and keeps the
-order (docs/kernel_model.md, run thirty). It stays applied after online fine-tuning, where it still helps.
+**Times.** `predict_with_uncertainty` gives each candidate's predicted ln(ms). The ranking loss stretches the
+ranking network's own predictions within a task, so they pass through the `Calibration` stored with the checkpoint
+(identity if none; docs/kernel_model.md, run thirty). A checkpoint from `tvm-cost train` also names a **times
+member** (``<name>-times``: the same network trained on the log-MSE alone); the times are then the mean of the two,
+each better on different held-out families (run thirty-one). Once the tune has measured candidates of the task,
+they are shifted by the median of their measured-minus-predicted ln(ms): a task's level is what a model misses most.
 
 **Fallback.** Any exception inside predict/update logs a warning and hands the rest of the tune to an internal
 `XGBModel`, seeded with the candidates measured so far, instead of crashing the tune.
@@ -66,9 +69,9 @@ STATE_VERSION = 1
 class GNNCostModel(PyCostModel):
     """A GNN cost model for MetaSchedule (see the module docstring for the score, update and fallback rules).
 
-    On held-out CPU tasks (population 128) it reached XGBModel's 128-trial best in a median of 56 trials over 90
+    On held-out CPU tasks (population 128) it reached XGBModel's 128-trial best in a median of 53 trials over 108
     runs and leads it at every budget; before it read the trace decisions it trailed late, and at MetaSchedule's
-    default population of 512 it ended 15 % behind (docs/kernel_model.md: run thirty; runs thirteen, fifteen).
+    default population of 512 it ended 15 % behind (docs/kernel_model.md: run thirty-one; runs thirteen, fifteen).
     ``tvm-cost tune``'s default on CPUs is the trace ranker (`RankerCostModel`), which needs fewer trials still.
 
     Args:
@@ -90,6 +93,7 @@ class GNNCostModel(PyCostModel):
         self.model: nn.Module | None = None
         self.source = "none"
         self.calibration = Calibration()  # of the weights' times (`predict_with_uncertainty`); identity if untrained
+        self.times: nn.Module | None = None  # the checkpoint's times member, if it has one
         self.trained = False  # weights came from training (a checkpoint or a given model)
         self.norm_fitted = False
         self.updates = 0
@@ -107,11 +111,18 @@ class GNNCostModel(PyCostModel):
     # -- weights -----------------------------------------------------------------------------------------------
     def _set_model(self, model: nn.Module, *, source: str, trained: bool, meta: dict[str, Any] | None = None,
                    path: Path | None = None) -> None:
-        """Use `model`; `meta` (its checkpoint's metadata, read from `path`) gives the time calibration."""
+        """Use `model`; `meta` (its checkpoint's metadata, read from `path`) gives the time calibration and names
+        the times member, read from beside `path`."""
+        extra = (meta or {}).get("extra", {})
         try:
-            self.calibration = Calibration.from_dict((meta or {}).get("extra", {}).get("calibration"))
+            self.calibration = Calibration.from_dict(extra.get("calibration"))
         except ValueError as err:
             raise TvmCostError(str(err), path=path) from None
+        self.times = None
+        if extra.get("times"):
+            from tvm_cost.train.checkpoint import load_checkpoint
+
+            self.times = load_checkpoint(Path(path).parent / str(extra["times"]), schema=CANDIDATE_SCHEMA)[0]
         self.model, self.source, self.trained = model.eval(), source, trained
         self.norm_fitted = trained
         self._optimizer = None
@@ -210,9 +221,12 @@ class GNNCostModel(PyCostModel):
         folder = Path(path)
         folder.mkdir(parents=True, exist_ok=True)
         model = self._materialize()
+        if self.times is not None:
+            save_checkpoint(folder / "times", self.times, schema=CANDIDATE_SCHEMA, extra={"role": "times"})
         save_checkpoint(folder / "model", model, schema=CANDIDATE_SCHEMA,
                         extra={"target": self.target_name, "source": self.source,
-                               "calibration": self.calibration.to_dict()})
+                               "calibration": self.calibration.to_dict(),
+                               "times": "times" if self.times is not None else None})
         self.buffer.save(folder / "buffer.npz")
         if self.xgb is not None:
             save_xgb(self.xgb, str(folder / "xgb.tar"))
@@ -263,26 +277,45 @@ class GNNCostModel(PyCostModel):
 
     # -- beyond the contract -----------------------------------------------------------------------------------
     def predict_with_uncertainty(self, context: Any, candidates: list[Any]) -> tuple[np.ndarray, np.ndarray]:
-        """Mean and standard deviation of the predicted natural-log latency (ms for the shipped models), through
-        the checkpoint's `Calibration` (ranks as `predict` does; the times are real times, docs/kernel_model.md).
+        """Mean and standard deviation of the predicted natural-log latency (ms for the shipped models): the ranking
+        head through the checkpoint's `Calibration`, averaged with the times member where there is one; shifted by
+        the task's median measured-minus-predicted ln(ms) once the tune has measured some of its candidates.
 
-        A deep ensemble (``config.ensemble > 1`` or an `EnsembleModel` checkpoint) adds the spread between
-        members to MC dropout over `config.mc_samples` passes (Gal & Ghahramani 2016); seeded, so repeatable.
+        MC dropout over `config.mc_samples` passes (Gal & Ghahramani 2016) gives the std; a deep ensemble
+        (``config.ensemble > 1`` or an `EnsembleModel` checkpoint) adds the spread between members. Seeded, so
+        repeatable.
 
         Shapes:
             Returns ``(mean, std)``, each float64 [len(candidates)].
         """
-        mean, std = self._predict_log(context, candidates, samples=self.config.mc_samples)
-        if not len(mean):
-            return mean, std
-        graphs = self.featurizer.graphs(context, candidates)  # cached by _predict_log
+        if not candidates:
+            return np.zeros(0), np.zeros(0)
+        with torch_threads(self.config.num_threads):
+            self._materialize(context)
+            mean, std = self._times_log(self.featurizer.graphs(context, candidates), samples=self.config.mc_samples)
+            measured, latency_ms = self.buffer.task(task_key(context))
+            if measured:
+                mean = mean + float(np.median(np.log(latency_ms) - self._times_log(measured, samples=1)[0]))
+        return mean, std
+
+    def _times_log(self, graphs: Sequence[dict[str, np.ndarray]], *, samples: int) -> tuple[np.ndarray, np.ndarray]:
+        """(mean, std) of the predicted ln(ms) of `graphs` before the task's shift (`predict_with_uncertainty`): the
+        calibrated ranking head, and with a times member the two as a deep ensemble (mean of their means; std by
+        the law of total variance, so their disagreement counts)."""
+        mean, std = self._forward(self.model, graphs, samples=samples)  # type: ignore[arg-type]
         u = torch.from_numpy(np.concatenate([g["u"] for g in graphs]))
         work = log_work(self.model.config, u, len(graphs))[:, 0].double().numpy()  # type: ignore[union-attr]
-        return self.calibration.apply(mean, work), self.calibration.scale * std
+        mean, std = self.calibration.apply(mean, work), self.calibration.scale * std
+        if self.times is None:
+            return mean, std
+        times_mean, times_std = self._forward(self.times, graphs, samples=samples)
+        spread = 0.5 * (mean - times_mean)
+        return 0.5 * (mean + times_mean), np.sqrt(0.5 * (std ** 2 + times_std ** 2) + spread ** 2)
 
     def describe(self) -> dict[str, Any]:
         """Where the weights came from and what the model has learnt in this tune."""
         return {"source": self.source, "trained": self.trained, "mode": self.mode, "target": self.target_name,
+                "times": "calibrated ranking head" + (" + times member" if self.times is not None else ""),
                 "calibration": self.calibration.to_dict(),
                 "fallback_reason": self.fallback_reason, "updates": self.updates,
                 "buffered": len(self.buffer), "tasks": len(self.buffer.tasks),
@@ -295,15 +328,19 @@ class GNNCostModel(PyCostModel):
             return np.zeros(0), np.zeros(0)
         with torch_threads(self.config.num_threads):
             model = self._materialize(context)
-            graphs = self.featurizer.graphs(context, candidates)
-            head = model.head_index()  # type: ignore[operator]
-            means, stds = [], []
-            step = self.config.predict_batch
-            for i in range(0, len(graphs), step):
-                mean, std = model.predict(to_pyg_batch(graphs[i:i + step]), samples=samples,  # type: ignore[operator]
-                                          seed=self.config.seed)
-                means.append(mean[:, head])
-                stds.append(std[:, head])
+            return self._forward(model, self.featurizer.graphs(context, candidates), samples=samples)
+
+    def _forward(self, model: nn.Module, graphs: Sequence[dict[str, np.ndarray]], *, samples: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """`model`'s (mean, std) of the latency head over `samples` MC-dropout passes, `predict_batch` at a time."""
+        head = model.head_index()  # type: ignore[operator]
+        means, stds = [], []
+        step = self.config.predict_batch
+        for i in range(0, len(graphs), step):
+            mean, std = model.predict(to_pyg_batch(graphs[i:i + step]), samples=samples,  # type: ignore[operator]
+                                      seed=self.config.seed)
+            means.append(mean[:, head])
+            stds.append(std[:, head])
         return torch.cat(means).double().numpy(), torch.cat(stds).double().numpy()
 
     def _finetune(self, key: str, num_new: int) -> None:
