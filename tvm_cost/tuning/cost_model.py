@@ -26,7 +26,8 @@ ranking network's own predictions within a task, so they pass through the `Calib
 (identity if none; docs/kernel_model.md, run thirty). A checkpoint from `tvm-cost train` also names a **times
 member** (``<name>-times``: the same network trained on the log-MSE alone); the times are then the mean of the two,
 each better on different held-out families (run thirty-one). Once the tune has measured candidates of the task,
-they are shifted by the median of their measured-minus-predicted ln(ms): a task's level is what a model misses most.
+they are shifted by the median of their measured-minus-predicted ln(ms): the task's level, the part of the error
+that its own measurements fix directly.
 
 **Fallback.** Any exception inside predict/update logs a warning and hands the rest of the tune to an internal
 `XGBModel`, seeded with the candidates measured so far, instead of crashing the tune.
