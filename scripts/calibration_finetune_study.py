@@ -58,25 +58,26 @@ def main() -> None:
     used = [t for t in tasks.values() if len(t) >= args.min_candidates]
     for task in used:
         task = [task[j] for j in rng.permutation(len(task))]
+        measured = np.log([d.latency_ms for d in task])
+        work = item_log_work(model, task)
+        pre = predict_log_ms(model, task)
+        pre_cal = cal.apply(pre, work)
+        alone = predict_log_ms(times, task) if times is not None else None
         for k in seen_counts:
-            measured = np.log([d.latency_ms for d in task])
 
-            def shifted(pred: np.ndarray, k: int = k, measured: np.ndarray = measured) -> np.ndarray:
+            def shifted(pred: np.ndarray, k: int = k) -> np.ndarray:
                 """`pred` of the whole task -> the rest's, moved by the median error on the first k."""
                 return pred[k:] + np.median(measured[:k] - pred[:k])
 
-            work = item_log_work(model, task)
-            pre = predict_log_ms(model, task)
             post = -online_finetuned_scores(model, task[:k], task, config, seed=0, round_size=args.round)
-            rows = {"pretrained": pre[k:], "pretrained calibrated": cal.apply(pre, work)[k:],
-                    "fine-tuned": post[k:], "fine-tuned calibrated": cal.apply(post, work)[k:],
-                    "fine-tuned calibrated + shift": shifted(cal.apply(post, work))}
-            if times is not None:
-                alone = predict_log_ms(times, task)
-                both = 0.5 * (alone + cal.apply(post, work))
+            post_cal = cal.apply(post, work)
+            rows = {"pretrained": pre[k:], "pretrained calibrated": pre_cal[k:],
+                    "fine-tuned": post[k:], "fine-tuned calibrated": post_cal[k:],
+                    "fine-tuned calibrated + shift": shifted(post_cal)}
+            if alone is not None:
                 rows.update({"times member": alone[k:], "times member + shift": shifted(alone),
-                             "pretrained calibrated and times member, mean": 0.5 * (alone + cal.apply(pre, work))[k:],
-                             "fine-tuned calibrated and times member, mean + shift": shifted(both)})
+                             "pretrained calibrated and times member, mean": 0.5 * (alone + pre_cal)[k:],
+                             "fine-tuned calibrated and times member, mean + shift": shifted(0.5 * (alone + post_cal))})
             for name, pred in rows.items():
                 shares[k].setdefault(name, []).append(share_within_factor(np.exp(measured[k:]), np.exp(pred)))
     print(json.dumps({"calibration": cal.to_dict(), "tasks": len(used), "within_2x_mean_over_tasks": {

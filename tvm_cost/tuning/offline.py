@@ -298,7 +298,8 @@ def compare_on_held_out(items: Sequence[Any], train_idx: np.ndarray, test_idx: n
         times_model, _ = train_gnn(timed, model_config=model_config.replace(seed=seed),
                                    train_config=times_train_config(train_config.replace(seed=seed)),
                                    callback=None if on_epoch is None else (lambda r, s=seed: on_epoch(s, r)))
-        work, train_work = item_log_work(model, test_items), item_log_work(model, timed)
+        if not preds:  # the work columns are the config's, the same for every seed
+            work, train_work = item_log_work(model, test_items), item_log_work(model, timed)
         pred = predict_log_ms(model, test_items)
         calibrated = fit_calibration(predict_log_ms(model, timed), train_work, train_latency).apply(pred, work)
         member = predict_log_ms(times_model, test_items)
