@@ -167,8 +167,8 @@ def test_a_times_member_joins_the_calibrated_head_and_measurements_shift_the_tim
     shift = np.median(np.log(latencies(results[:5]) * 1e3) - point.predict_with_uncertainty(context, candidates[:5])[0])
     np.testing.assert_allclose(model.predict_with_uncertainty(context, candidates)[0], mean + shift, rtol=1e-6)
     model.save(str(tmp_path / "saved"))
-    again = GNNCostModel(checkpoint=None, config=config)
-    again.load(str(tmp_path / "saved"))
+    again = GNNCostModel(checkpoint=tmp_path / "saved")  # a saved folder restores the whole model, config too
+    assert again.config == config and again.describe()["buffered"] == 5
     np.testing.assert_allclose(again.predict_with_uncertainty(context, candidates)[0], mean + shift, rtol=1e-6)
 
     (tmp_path / "m-times.safetensors").unlink()

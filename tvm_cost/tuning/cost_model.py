@@ -77,7 +77,8 @@ class GNNCostModel(PyCostModel):
 
     Args:
         checkpoint: "auto": the checkpoint shipped for the target (found at first use), else untrained with a
-            warning; None: untrained; a path: that checkpoint (a training checkpoint or a saved cost model).
+            warning; None: untrained; a path: that training checkpoint, or a folder from `save` (restored whole:
+            weights, replay buffer and its own config, which then replaces `config`).
         target: The tuning target (preset, JSON or `tvm.target.Target`) to pick the shipped checkpoint now;
             None: taken from the first tune context.
         model: A model from `tvm_cost.models` to use as is (overrides `checkpoint`).
@@ -104,6 +105,8 @@ class GNNCostModel(PyCostModel):
         self._optimizer: torch.optim.Optimizer | None = None
         if model is not None:
             self._set_model(model, source="given", trained=True)
+        elif checkpoint not in ("auto", None) and Path(checkpoint).is_dir():  # type: ignore[arg-type]
+            self.load(str(checkpoint))
         elif checkpoint not in ("auto", None):
             self._load_weights(Path(checkpoint))  # type: ignore[arg-type]
         elif self.target_name is not None:
