@@ -10,12 +10,16 @@ ranker screening the rows one or the GNN) and the GNN with the ranker vs TVM's `
   evolutionary search of the same task (TVM's defaults: population 512, 4 genetic iterations), driven by
   MetaSchedule's DummyBuilder/DummyRunner (their run_secs are random, not measurements; they only move the loop).
   Here the GNN's graph cache counts: the search scores about a fifth of its candidates again in later rounds, and
-  update() receives candidates predict() has already featurized.
+  update() receives candidates predict() has already featurized. Each model drives its own search there, so the
+  candidates differ between models (and so does the cost of extracting their features); the script therefore also
+  records the calls XGBModel's tune made and replays that same stream of predict() and update() calls into every
+  model ("in_tune_replayed"): the ratios of equal work.
 
 Both models start as a tune would: `XGBModel` already holds the measured records of every other task of the data
 folder (TVM retrains its booster on all of them in `update`), `GNNCostModel` loads its shipped checkpoint. One
 thread each (torch intra-op, xgboost ``nthread``). The per-call timings start each repeat with an empty graph
-cache (cold), so they are what one call costs on candidates never seen.
+cache (cold), so they are what one call costs on candidates never seen; each repeat times the models in another
+order.
 
     python scripts/bench_cost_model_overhead.py --data /tmp/kdata/llvm-1core --candidates 2048 --repeat 3 \
         --tune-trials 64
@@ -75,9 +79,10 @@ def resampled(mod: Any, measured: list[Any], count: int) -> list[Any]:
     return out
 
 
-def in_tune_seconds(mod: Any, target: Any, models: dict[str, Any], *, trials: int, seed: int = 0
-                    ) -> dict[str, dict[str, float]]:
-    """Seconds spent in each model's predict() and update() during one DummyRunner tune of `mod` per model."""
+def in_tune_seconds(mod: Any, target: Any, models: dict[str, Any], *, trials: int, seed: int = 0,
+                    record: str | None = None) -> tuple[dict[str, dict[str, float]], list[tuple[Any, list, Any]]]:
+    """Seconds spent in each model's predict() and update() during one DummyRunner tune of `mod` per model, and
+    the calls (context, candidates, results or None for a predict) that the tune of the model `record` made."""
     import tempfile
 
     from tvm.ir.utils import derived_object
@@ -87,9 +92,9 @@ def in_tune_seconds(mod: Any, target: Any, models: dict[str, Any], *, trials: in
 
     @derived_object
     class Timed(PyCostModel):
-        def __init__(self, inner: Any) -> None:
-            self.inner, self.seconds = inner, {"predict_s": 0.0, "update_s": 0.0, "predict_calls": 0,
-                                               "candidates_scored": 0}
+        def __init__(self, inner: Any, calls: list | None) -> None:
+            self.inner, self.calls, self.seconds = inner, calls, {"predict_s": 0.0, "update_s": 0.0,
+                                                                  "predict_calls": 0, "candidates_scored": 0}
 
         def load(self, path: str) -> None:
             self.inner.load(path)
@@ -98,11 +103,15 @@ def in_tune_seconds(mod: Any, target: Any, models: dict[str, Any], *, trials: in
             self.inner.save(path)
 
         def update(self, context: Any, candidates: Any, results: Any) -> None:
+            if self.calls is not None:
+                self.calls.append((context, list(candidates), list(results)))
             t0 = time.perf_counter()
             self.inner.update(context, candidates, results)
             self.seconds["update_s"] += time.perf_counter() - t0
 
         def predict(self, context: Any, candidates: Any) -> Any:
+            if self.calls is not None:
+                self.calls.append((context, list(candidates), None))
             t0 = time.perf_counter()
             out = self.inner.predict(context, candidates)
             self.seconds["predict_s"] += time.perf_counter() - t0
@@ -110,15 +119,34 @@ def in_tune_seconds(mod: Any, target: Any, models: dict[str, Any], *, trials: in
             self.seconds["candidates_scored"] += len(candidates)
             return out
 
-    spent = {}
+    spent, calls = {}, []
     for name, model in models.items():
-        timed = Timed(model)
+        timed = Timed(model, calls if name == record else None)
         with tempfile.TemporaryDirectory() as work_dir:
             ms.tune_tir(mod, target=target, work_dir=work_dir, max_trials_global=trials, num_trials_per_iter=16,
                         builder=DummyBuilder(), runner=DummyRunner(), cost_model=timed, seed=seed,
                         strategy=ms.search_strategy.EvolutionarySearch(),
                         measure_callbacks=[ms.measure_callback.AddToDatabase(), ms.measure_callback.UpdateCostModel()])
         spent[name] = dict(timed.seconds)
+    return spent, calls
+
+
+def replayed_seconds(models: dict[str, Any], calls: list[tuple[Any, list, Any]]) -> dict[str, dict[str, float]]:
+    """Seconds each model spends in predict() and update() when given the same recorded stream of `calls`.
+
+    Call by call, every model in turn (the order rotating), so that a slower stretch of a shared machine falls on
+    all of them alike."""
+    spent = {name: {"predict_s": 0.0, "update_s": 0.0} for name in models}
+    names = list(models)
+    for i, (context, candidates, results) in enumerate(calls):
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            t0 = time.perf_counter()
+            if results is None:
+                models[name].predict(context, candidates)
+                spent[name]["predict_s"] += time.perf_counter() - t0
+            else:
+                models[name].update(context, candidates, results)
+                spent[name]["update_s"] += time.perf_counter() - t0
     return spent
 
 
@@ -197,18 +225,20 @@ def main() -> None:
     models = {**ours(target), "xgb": xgb, "xgb-retrain": xgb_retrain}
     gnn = models["gnn"]
     timings: dict[str, dict[str, list[float]]] = {name: {"predict_s": [], "update_s": []} for name in models}
-    for _ in range(args.repeat):
+    timed = [*OURS, "xgb"]  # xgb-retrain predicts exactly like xgb
+    for r in range(args.repeat):
         cold(models)  # these candidates were never seen
-        for name in (*OURS, "xgb"):  # xgb-retrain predicts exactly like xgb
+        for name in timed[r % len(timed):] + timed[:r % len(timed)]:  # each repeat in another order
             t0 = time.perf_counter()
             scores = models[name].predict(context, candidates)
             timings[name]["predict_s"].append(time.perf_counter() - t0)
             assert len(scores) == len(candidates)
-    for _ in range(args.repeat):
+    names = list(models)
+    for r in range(args.repeat):
         cold(models)
-        for name, model in models.items():
+        for name in names[r % len(names):] + names[:r % len(names)]:
             t0 = time.perf_counter()
-            model.update(context, measured, results)
+            models[name].update(context, measured, results)
             timings[name]["update_s"].append(time.perf_counter() - t0)
     median = {n: {k: statistics.median(v) if v else float("nan") for k, v in t.items()}
               for n, t in timings.items()}
@@ -234,7 +264,7 @@ def main() -> None:
         fresh_xgb = make_xgb(num_threads=1)
         seed_xgb(fresh_xgb, other_tasks)
         in_tune = {**ours(target), "xgb": fresh_xgb}
-        tune = in_tune_seconds(mod, target, in_tune, trials=args.tune_trials)
+        tune, calls = in_tune_seconds(mod, target, in_tune, trials=args.tune_trials, record="xgb")
         for name in OURS:
             featurizer = featurized(in_tune[name])[0].featurizer  # the members share it
             tune[name]["graph_cache"] = {"hits": featurizer.hits, "misses": featurizer.misses}
@@ -248,6 +278,26 @@ def main() -> None:
         for name, r in report["in_tune"]["ratio_over_xgb"].items():
             print(f"{name + '/xgb':22}{r['predict_s']:>13.2f}x{r['update_s']:>13.2f}x   "
                   f"graph cache {tune[name]['graph_cache']}")
+        replay_xgb = make_xgb(num_threads=1)
+        seed_xgb(replay_xgb, other_tasks)
+        replay_models = {**ours(target), "xgb": replay_xgb}
+        replay = replayed_seconds(replay_models, calls)
+        for name in OURS:
+            featurizer = featurized(replay_models[name])[0].featurizer
+            replay[name]["graph_cache"] = {"hits": featurizer.hits, "misses": featurizer.misses}
+        scored = sum(len(c) for _, c, r in calls if r is None)
+        report["in_tune_replayed"] = {
+            "driver": "xgb", "predict_calls": sum(r is None for _, _, r in calls), "candidates_scored": scored,
+            "update_calls": sum(r is not None for _, _, r in calls), "seconds": replay,
+            "ratio_over_xgb": {n: {k: replay[n][k] / replay["xgb"][k] for k in ("predict_s", "update_s")}
+                               for n in OURS}}
+        print(f"the xgb tune's {report['in_tune_replayed']['predict_calls']} predict calls ({scored} candidates) "
+              f"and {report['in_tune_replayed']['update_calls']} updates, replayed into every model:")
+        for name, t in replay.items():
+            print(f"{name:22}{t['predict_s']:>14.3f}{t['update_s']:>14.3f}")
+        for name, r in report["in_tune_replayed"]["ratio_over_xgb"].items():
+            print(f"{name + '/xgb':22}{r['predict_s']:>13.2f}x{r['update_s']:>13.2f}x   "
+                  f"graph cache {replay[name]['graph_cache']}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(report, f, indent=1)

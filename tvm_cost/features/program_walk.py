@@ -16,6 +16,9 @@ does; layout-rewrite blocks are skipped; and on GPUs a reduction bound to `threa
 into a local `in_thread_<buf>` (when a reduction loop stays serial or the block has a predicate) plus a write-back
 into `<buf>`. `lower_for_features` runs the real passes (with a Python port of the one TVM does not export) for
 the rare candidate where that shortcut and the extractor disagree on the number of rows.
+
+FFI arrays are read through a slice (``arr[:]``, one Python list): iterating one element by element costs three
+times as much, and the walk runs on every candidate of a search.
 """
 
 from __future__ import annotations
@@ -77,7 +80,7 @@ class StoreNode:
 
 def buffer_nbytes(buf: tirx.Buffer) -> float:
     elems = 1
-    for dim in buf.shape:
+    for dim in buf.shape[:]:
         elems *= int(dim.value) if isinstance(dim, tirx.IntImm) else 1
     return elems * _dtype_bytes(buf)
 
@@ -91,13 +94,13 @@ def loads(expr: object, out: list) -> list:
     t = type(expr)
     if t is TensorLoad:
         out.append(expr.source)
-        for index in expr.indices:
+        for index in expr.indices[:]:
             loads(index, out)
     elif t in _BINARY:
         loads(expr.a, out)
         loads(expr.b, out)
     elif t is Call:
-        for arg in expr.args:
+        for arg in expr.args[:]:
             loads(arg, out)
     elif t is tirx.Var or t in _CONST:
         pass
@@ -136,7 +139,7 @@ class StoreWalker:
     def stmt(self, s: object) -> None:
         t = type(s)
         if t is tirx.SeqStmt:
-            for child in s.seq:
+            for child in s.seq[:]:
                 self.stmt(child)
         elif t is tirx.For:
             self._for(s)
@@ -190,7 +193,7 @@ class StoreWalker:
             return False
         block = realize.block
         red_vars: set = set()
-        for iv, value in zip(block.iter_vars, realize.iter_values):
+        for iv, value in zip(block.iter_vars[:], realize.iter_values[:]):
             if int(iv.iter_type) == 2:  # CommReduce
                 tvm_ffi.structural_walk(value, lambda n: red_vars.add(n) if type(n) is tirx.Var else None)
         # Reduction-related loops, after SimplifyForFeatureExtraction has dropped the unit ones.
@@ -268,7 +271,7 @@ class StoreWalker:
         if var in self._unit_vars:
             return True
         for realize in reversed(self._realizes):
-            for iv, value in zip(realize.block.iter_vars, realize.iter_values):
+            for iv, value in zip(realize.block.iter_vars[:], realize.iter_values[:]):
                 if iv.var.same_as(var):
                     return self._is_const(value)
         return False

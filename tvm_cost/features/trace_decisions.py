@@ -44,7 +44,7 @@ def trace_json(trace: Any) -> list[Any]:
     decisions = trace.decisions
     insts: list[Any] = []
     chosen: list[Any] = []
-    for i, inst in enumerate(trace.insts):
+    for i, inst in enumerate(trace.insts[:]):  # a slice: one list, not an FFI call per element
         kind = inst.kind.name
         if kind == "EnterPostproc":
             break
@@ -53,10 +53,10 @@ def trace_json(trace: Any) -> list[Any]:
         if kind == "Annotate":
             inputs, attrs = [None, str(inst.inputs[1])], [str(inst.attrs[0])]
         elif kind == "SampleCategorical":
-            attrs = [[int(v) for v in inst.attrs[0]]]
+            attrs = [[int(v) for v in inst.attrs[0][:]]]
             chosen.append([i, int(decisions[inst])])
         elif kind == "SamplePerfectTile":
-            chosen.append([i, [int(v) for v in decisions[inst]]])
+            chosen.append([i, [int(v) for v in decisions[inst][:]]])
         elif kind == "SampleComputeLocation":
             chosen.append([i, int(decisions[inst])])
         insts.append([kind, inputs, attrs, []])
