@@ -1,6 +1,6 @@
-"""`tvm-cost bench kernel`: the online comparison of cost models on held-out tasks, and `tvm-cost bench
-remeasure`: its runs' best schedules timed again side by side (parsing and printing only; the work is in
-`tvm_cost.tuning.bench` and `tvm_cost.tuning.remeasure`)."""
+"""`tvm-cost bench kernel`: the online comparison of cost models on held-out tasks; `tvm-cost bench remeasure`: its
+runs' best schedules timed again side by side; `tvm-cost bench pool`: trials to XGBModel's best over several seed
+sets (parsing and printing only; the work is in `tvm_cost.tuning.bench` and `tvm_cost.tuning.remeasure`)."""
 
 from __future__ import annotations
 
@@ -49,6 +49,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="the bench's output folder")
     p.add_argument("--times", type=int, default=9, help="timings of each best schedule")
     p.set_defaults(func=_bench_remeasure)
+    p = bench.add_parser("pool", help="pool the trials each run of a kind needed to reach XGBModel's best over the "
+                                      "summaries of several `bench kernel` seed sets")
+    p.add_argument("summaries", nargs="+", metavar="SUMMARY[:KIND]",
+                   help="a summary JSON of `bench kernel`, optionally with the kind to read in it")
+    p.add_argument("--kind", default="gnn", help="the kind to read where SUMMARY names none")
+    p.add_argument("--json", help="also write the pooled numbers here")
+    p.set_defaults(func=_bench_pool)
 
 
 def _measured_folders(root: Path) -> list[Path]:
@@ -187,3 +194,35 @@ def _stored_command(path: Path) -> str | None:
         return json.loads(path.read_text(encoding="utf-8")).get("command")
     except (OSError, ValueError, AttributeError):
         return None
+
+
+def _bench_pool(args: argparse.Namespace) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from tvm_cost.errors import TvmCostError
+    from tvm_cost.tuning.bench import pool_trials, write_json
+
+    sets = []
+    for spec in args.summaries:
+        path, sep, kind = spec.rpartition(":")
+        if not (sep and path.endswith(".json")):  # no KIND given
+            path, kind = spec, args.kind
+        try:
+            summary = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise TvmCostError(f"cannot read the bench summary ({err.__class__.__name__})", path=path) from None
+        sets.append((path, summary, kind))
+    pooled = pool_trials(sets)
+    table = Table(title="trials to XGBModel's best after the largest budget (median over runs; never: half of them or "
+                        "fewer reached it)")
+    for col in ("summary", "kind", "seeds", "runs", "reached", "median trials"):
+        table.add_column(col, justify="left" if col in ("summary", "kind") else "right")
+    for row in [*pooled["sets"], {"label": "pooled", "kind": "", "seeds": "", **pooled["pooled"]}]:
+        median = row["median_trials"]
+        table.add_row(row["label"], row["kind"], ",".join(map(str, row["seeds"] or [])), str(row["runs"]),
+                      str(row["reached"]), "-" if median is None else "never" if median == float("inf")
+                      else f"{median:g}")
+    Console(width=None if sys.stdout.isatty() else 200).print(table)
+    if args.json:
+        write_json(args.json, {**pooled, "command": " ".join(sys.argv)})

@@ -138,6 +138,45 @@ def test_summaries_are_strict_json_with_null_for_never(tmp_path):
         "trials_to_reference": {"gnn": [34.0, None]}, "nan": [None]}
 
 
+def _summary_with_trials(trials: dict[str, list[float | None]], seeds: list[int]) -> dict:
+    """A `summarize` output of one task as read back from its JSON (synthetic trials per kind, never = null)."""
+    return {"seeds": seeds, "per_task": {"t0": {"trials_to_reference": trials}}}
+
+
+def test_pooling_seed_sets_counts_never_reached_runs_as_infinitely_many_trials():
+    from tvm_cost.tuning.bench import pool_trials
+
+    first = _summary_with_trials({"gnn": [10.0, 30.0, None]}, [1, 2, 3])
+    second = {"seeds": [4], "per_task": {"a": {"trials_to_reference": {"gnn": [None, 20.0], "gnn-old": [5.0]}},
+                                         "b": {"trials_to_reference": {"gnn": [50.0], "gnn-old": [7.0]}}}}
+    pooled = pool_trials([("first", first, "gnn"), ("second", second, "gnn")])
+    assert [(s["runs"], s["reached"], s["median_trials"]) for s in pooled["sets"]] == [(3, 2, 30.0), (3, 2, 50.0)]
+    assert pooled["pooled"] == {"runs": 6, "reached": 4, "median_trials": 40.0}  # (30 + 50) / 2
+    never = _summary_with_trials({"gnn": [10.0, None]}, [5])  # half reached: the median is never
+    assert pool_trials([("never", never, "gnn")])["pooled"]["median_trials"] == np.inf
+    assert pool_trials([("second", second, "gnn-old")])["pooled"]["median_trials"] == 6.0
+    with pytest.raises(TvmCostError, match="second: no runs of kind 'ranker'.*gnn, gnn-old"):
+        pool_trials([("second", second, "ranker")])
+
+
+def test_bench_pool_cli_reads_a_kind_per_summary_and_refuses_a_bad_file_in_one_line(tmp_path):
+    from tvm_cost.cli import main
+    from tvm_cost.tuning.bench import write_json
+
+    write_json(tmp_path / "a.json", _summary_with_trials({"gnn": [20.0, float("inf")]}, [1]))
+    write_json(tmp_path / "b.json", _summary_with_trials({"gnn": [None], "gnn-decisions": [40.0]}, [2]))
+    out = tmp_path / "pooled.json"
+    assert main(["bench", "pool", str(tmp_path / "a.json"), f"{tmp_path / 'b.json'}:gnn-decisions",
+                 "--json", str(out)]) == 0
+    pooled = json.loads(out.read_text())
+    assert [s["kind"] for s in pooled["sets"]] == ["gnn", "gnn-decisions"]
+    assert pooled["pooled"] == {"runs": 3, "reached": 2, "median_trials": 40.0}
+    (tmp_path / "bad.json").write_text("{not json")
+    proc = subprocess.run([sys.executable, "-m", "tvm_cost.cli", "bench", "pool", str(tmp_path / "bad.json")],
+                          capture_output=True, text=True, check=False, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0 and "bad.json" in proc.stderr, proc.stderr
+
+
 @pytest.mark.slow
 def test_bench_kernel_cli_measures_a_tiny_task(tmp_path):
     """The whole command with real builds and runs: 1 held-out task of a tiny MLP, 2 cost models, 8 trials."""

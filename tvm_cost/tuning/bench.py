@@ -5,7 +5,8 @@ every measured candidate in order with the seconds since the tune began, so one 
 the best latency after every smaller budget too. Runs are appended to a JSON-lines file as they finish: an
 interrupted bench resumes where it stopped. `summarize` turns the runs into the comparison the issue asks for
 (best latency per budget relative to XGBModel's, and the trials and seconds the GNN needs to reach XGBModel's
-best), `plot_curves` into a PNG of best latency against trials.
+best), `plot_curves` into a PNG of best latency against trials, and `pool_trials` pools the trials to XGBModel's
+best over several seed sets' summaries.
 """
 
 from __future__ import annotations
@@ -359,6 +360,33 @@ def _reach_summary(reached: Sequence[tuple[float, float]]) -> dict[str, Any]:
     return {"median_trials": float(np.median(trials)) if len(trials) else None,
             "median_seconds": float(np.median(seconds)) if len(seconds) else None,
             "reached": f"{int(np.isfinite(trials).sum())}/{len(trials)}"}
+
+
+def pool_trials(summaries: Sequence[tuple[str, dict[str, Any], str]]) -> dict[str, Any]:
+    """Trials to the reference pooled over seed sets: `summaries` are (label, a `summarize` output as read back
+    from its JSON, the kind to read). Each set keeps its own reference; a run that never reached it counts as
+    infinitely many trials, so a median is finite only where more than half the runs reached it.
+
+    Raises:
+        TvmCostError: A summary without per-run trials of its kind (one line naming the label and the kinds).
+    """
+    sets, pooled = [], []
+    for label, summary, kind in summaries:
+        runs = []
+        for task in summary.get("per_task", {}).values():
+            to_ref = task.get("trials_to_reference", {})
+            if kind not in to_ref:
+                raise TvmCostError(f"{label}: no runs of kind {kind!r} to the reference (it has: "
+                                   f"{', '.join(sorted(to_ref)) or 'none'})")
+            runs += [math.inf if t is None else float(t) for t in to_ref[kind]]
+        sets.append({"label": label, "kind": kind, "seeds": summary.get("seeds"), **_trials_summary(runs)})
+        pooled += runs
+    return {"sets": sets, "pooled": _trials_summary(pooled)}
+
+
+def _trials_summary(trials: Sequence[float]) -> dict[str, Any]:
+    return {"runs": len(trials), "reached": int(np.isfinite(trials).sum()) if trials else 0,
+            "median_trials": float(np.median(trials)) if trials else None}
 
 
 def plot_curves(runs: Sequence[BenchRun], path: str | Path) -> Path:
