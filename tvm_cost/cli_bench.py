@@ -211,7 +211,7 @@ def _bench_pool(args: argparse.Namespace) -> None:
         try:
             summary = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, ValueError) as err:
-            raise TvmCostError(f"cannot read the bench summary ({err.__class__.__name__})", path=path) from None
+            raise TvmCostError(f"cannot read the bench summary ({type(err).__name__}: {err})", path=path) from None
         sets.append((path, summary, kind))
     pooled = pool_trials(sets)
     table = Table(title="trials to XGBModel's best after the largest budget (median over runs; never: half of them or "
