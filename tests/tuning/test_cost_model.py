@@ -169,6 +169,8 @@ def test_a_times_member_joins_the_calibrated_head_and_measurements_shift_the_tim
     model.save(str(tmp_path / "saved"))
     again = GNNCostModel(checkpoint=tmp_path / "saved")  # a saved folder restores the whole model, config too
     assert again.config == config and again.describe()["buffered"] == 5
+    targeted = GNNCostModel(checkpoint=tmp_path / "saved", target={"kind": "llvm", "num-cores": 1})
+    assert targeted.describe()["target"] == "llvm-1core"  # saved without a target: the given one stays
     np.testing.assert_allclose(again.predict_with_uncertainty(context, candidates)[0], mean + shift, rtol=1e-6)
 
     (tmp_path / "m-times.safetensors").unlink()

@@ -277,7 +277,8 @@ class GNNCostModel(PyCostModel):
         self._set_model(model, source=str(state.get("source", folder)), trained=bool(state.get("trained")),
                         meta=meta, path=folder / "model.json")
         self.norm_fitted = bool(state.get("norm_fitted"))
-        self.target_name, self.updates = state.get("target_name"), int(state.get("updates", 0))
+        self.target_name = state.get("target_name") or self.target_name  # a saved untargeted model keeps the given one
+        self.updates = int(state.get("updates", 0))
         self.mode, self.fallback_reason = str(state.get("mode", "gnn")), state.get("fallback_reason")
 
     # -- beyond the contract -----------------------------------------------------------------------------------
