@@ -131,15 +131,20 @@ def in_tune_seconds(mod: Any, target: Any, models: dict[str, Any], *, trials: in
     return spent, calls
 
 
+def rotated(names: list[str], i: int) -> list[str]:
+    """`names` starting at position ``i`` (mod its length): the order of the i-th round, so that each model takes
+    each place in turn and a slower stretch of a shared machine falls on all of them alike."""
+    return names[i % len(names):] + names[:i % len(names)]
+
+
 def replayed_seconds(models: dict[str, Any], calls: list[tuple[Any, list, Any]]) -> dict[str, dict[str, float]]:
     """Seconds each model spends in predict() and update() when given the same recorded stream of `calls`.
 
-    Call by call, every model in turn (the order rotating), so that a slower stretch of a shared machine falls on
-    all of them alike."""
+    Call by call, every model in turn (`rotated`)."""
     spent = {name: {"predict_s": 0.0, "update_s": 0.0} for name in models}
     names = list(models)
     for i, (context, candidates, results) in enumerate(calls):
-        for name in names[i % len(names):] + names[:i % len(names)]:
+        for name in rotated(names, i):
             t0 = time.perf_counter()
             if results is None:
                 models[name].predict(context, candidates)
@@ -228,7 +233,7 @@ def main() -> None:
     timed = [*OURS, "xgb"]  # xgb-retrain predicts exactly like xgb
     for r in range(args.repeat):
         cold(models)  # these candidates were never seen
-        for name in timed[r % len(timed):] + timed[:r % len(timed)]:  # each repeat in another order
+        for name in rotated(timed, r):  # each repeat in another order
             t0 = time.perf_counter()
             scores = models[name].predict(context, candidates)
             timings[name]["predict_s"].append(time.perf_counter() - t0)
@@ -236,7 +241,7 @@ def main() -> None:
     names = list(models)
     for r in range(args.repeat):
         cold(models)
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in rotated(names, r):
             t0 = time.perf_counter()
             models[name].update(context, measured, results)
             timings[name]["update_s"].append(time.perf_counter() - t0)

@@ -192,11 +192,11 @@ def _train(args: argparse.Namespace) -> None:
                                        train_config=train_config,
                                        callback=lambda r: progress.update(
                                            bar, advance=1, description=f"train (loss {r['train_loss']:.3f})"))
-            times_model = None
+            times_model, times_config = None, times_train_config(train_config)
             if args.times:  # this machine's records only: other machines' times are not this one's
                 bar = progress.add_task("train the times member", total=train_config.epochs)
                 times_model, _ = train_gnn(items, model_config=model_config,
-                                           train_config=times_train_config(train_config),
+                                           train_config=times_config,
                                            callback=lambda r: progress.update(
                                                bar, advance=1,
                                                description=f"train the times member (loss {r['train_loss']:.3f})"))
@@ -218,7 +218,7 @@ def _train(args: argparse.Namespace) -> None:
                 f"{Path(args.out)}{TIMES_SUFFIX}", times_model, schema=CANDIDATE_SCHEMA,
                 extra={"role": "times", "target": target, "data": str(args.data), "records": len(items),
                        "excluded_families": excluded, "measured_on": _measured_on(args.data, target),
-                       "train_config": times_train_config(train_config).to_dict()})
+                       "train_config": times_config.to_dict()})
             times_name = times_path.stem
             within.append(share_within_factor(latency, np.exp(predict_log_ms(times_model, items))))
         weights = save_checkpoint(args.out, model, schema=CANDIDATE_SCHEMA, extra={
