@@ -101,6 +101,7 @@ def main() -> None:
 
 def _record_run(converter: Any, args: argparse.Namespace, batches: list[int], tvm_version: str) -> None:
     """Append this run to the folder's MANIFEST.json (written atomically); exit if the folder holds other graphs."""
+    from tvm_cost.atomic import atomic_open
     from tvm_cost.features.schema import SCHEMA
 
     manifest_path = converter.root / "MANIFEST.json"
@@ -116,9 +117,8 @@ def _record_run(converter: Any, args: argparse.Namespace, batches: list[int], tv
                 "as_run": args.as_run,
                 "order": "tvm_cost.data.external.nasbench201_graphs.cell_order", "feature_schema": SCHEMA.version,
                 "feature_schema_hash": SCHEMA.hash, "tvm": tvm_version, "help_dir": args.help_dir, "runs": runs}
-    tmp = manifest_path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(manifest, indent=1) + "\n")
-    tmp.replace(manifest_path)
+    with atomic_open(manifest_path) as f:
+        f.write(json.dumps(manifest, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tvm_cost.collect.store import ALL_DB_FILES, atomic_write_json
+from tvm_cost.atomic import atomic_open, atomic_write_json
+from tvm_cost.collect.store import ALL_DB_FILES
 from tvm_cost.errors import TvmCostError
 
 log = logging.getLogger(__name__)
@@ -229,10 +230,9 @@ def _compress(root: Path, min_bytes: int) -> list[Path]:
         if not src.exists() or src.stat().st_size < min_bytes:
             continue
         dst = root / (name + ".gz")
-        tmp = root / (name + ".gz.tmp")
-        with open(src, "rb") as fin, gzip.open(tmp, "wb", compresslevel=6) as fout:
+        with open(src, "rb") as fin, atomic_open(dst, "wb") as raw, \
+                gzip.GzipFile(name, "wb", compresslevel=6, fileobj=raw) as fout:
             shutil.copyfileobj(fin, fout)
-        os.replace(tmp, dst)
         src.unlink()
         done.append(dst)
     return done

@@ -15,13 +15,13 @@ import gzip
 import hashlib
 import json
 import logging
-import os
 import shutil
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from tvm_cost.atomic import atomic_open, atomic_write_json
 from tvm_cost.collect.records import parse_record
 from tvm_cost.errors import TvmCostError
 
@@ -63,16 +63,6 @@ class TaskProgress:
 def trace_key(trace: Any) -> bytes:
     """A short digest of a trace's JSON, to skip candidates measured before."""
     return hashlib.sha1(json.dumps(trace, separators=(",", ":"), sort_keys=True).encode()).digest()[:16]
-
-
-def atomic_write_json(path: Path, obj: Any) -> None:
-    """Write JSON to `path` through a temporary file and a rename (readers never see half a file)."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=1, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 class RecordStore:
@@ -138,9 +128,8 @@ class RecordStore:
             raise TvmCostError(f"both {name} and {name}.gz exist; keep one", path=self.root)
         if gz.exists():
             log.info("decompressing %s to resume collecting into it", gz)
-            with gzip.open(gz, "rb") as src, open(path.with_name(name + ".tmp"), "wb") as dst:
+            with gzip.open(gz, "rb") as src, atomic_open(path, "wb") as dst:
                 shutil.copyfileobj(src, dst)
-            os.replace(path.with_name(name + ".tmp"), path)
             gz.unlink()
 
     def _read_progress(self) -> dict[str, Any]:

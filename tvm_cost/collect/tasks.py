@@ -18,7 +18,7 @@ import tvm
 from tvm.s_tir import meta_schedule as ms
 
 from relay_passes.lower import lower
-from tvm_cost.collect.store import atomic_write_json
+from tvm_cost.atomic import atomic_write_json
 
 log = logging.getLogger(__name__)
 

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from tvm_cost.atomic import atomic_open
 from tvm_cost.errors import TvmCostError
 from tvm_cost.models import MODEL_CLASSES, CostModel, ModelConfig
 
@@ -88,9 +89,8 @@ def save_checkpoint(path: str | Path, model: nn.Module, *, schema: Any, extra: M
         "weights_file": weights.name, "weights_sha256": hashlib.sha256(weights.read_bytes()).hexdigest(),
         "extra": dict(extra or {}),
     }
-    tmp = meta_path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-    tmp.replace(meta_path)
+    with atomic_open(meta_path) as f:
+        f.write(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     return weights
 
 

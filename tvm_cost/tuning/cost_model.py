@@ -47,6 +47,7 @@ from torch import nn
 from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 
+from tvm_cost.atomic import atomic_open
 from tvm_cost.data.kernel_dataset import to_data
 from tvm_cost.errors import TvmCostError
 from tvm_cost.features.program_graph import to_pyg_batch
@@ -239,9 +240,8 @@ class GNNCostModel(PyCostModel):
                  "target_name": self.target_name, "source": self.source, "trained": self.trained,
                  "norm_fitted": self.norm_fitted, "updates": self.updates, "mode": self.mode,
                  "fallback_reason": self.fallback_reason, "xgb": self.xgb is not None}
-        tmp = folder / "state.json.tmp"
-        tmp.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
-        tmp.replace(folder / "state.json")
+        with atomic_open(folder / "state.json") as f:
+            f.write(json.dumps(state, indent=2, sort_keys=True) + "\n")
 
     def load(self, path: str) -> None:
         """Load a folder written by `save`, or a bare training checkpoint (replaces the weights only).
