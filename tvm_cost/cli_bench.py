@@ -196,6 +196,10 @@ def _stored_command(path: Path) -> str | None:
         return None
 
 
+def _trials_text(trials: float | None) -> str:
+    return "-" if trials is None else "never" if trials == float("inf") else f"{trials:g}"
+
+
 def _bench_pool(args: argparse.Namespace) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -216,13 +220,13 @@ def _bench_pool(args: argparse.Namespace) -> None:
     pooled = pool_trials(sets)
     table = Table(title="trials to XGBModel's best after the largest budget (median over runs; never: half of them or "
                         "fewer reached it)")
-    for col in ("summary", "kind", "seeds", "runs", "reached", "median trials"):
+    for col in ("summary", "kind", "seeds", "runs", "reached", "median trials", "95 % interval (sets resampled)"):
         table.add_column(col, justify="left" if col in ("summary", "kind") else "right")
     for row in [*pooled["sets"], {"label": "pooled", "kind": "", "seeds": "", **pooled["pooled"]}]:
-        median = row["median_trials"]
+        ci = row.get("median_ci95")
         table.add_row(row["label"], row["kind"], ",".join(map(str, row["seeds"] or [])), str(row["runs"]),
-                      str(row["reached"]), "-" if median is None else "never" if median == float("inf")
-                      else f"{median:g}")
+                      str(row["reached"]), _trials_text(row["median_trials"]),
+                      "" if ci is None else f"{_trials_text(ci[0])} to {_trials_text(ci[1])}")
     Console(width=None if sys.stdout.isatty() else 200).print(table)
     if args.json:
         write_json(args.json, {**pooled, "command": " ".join(sys.argv)})

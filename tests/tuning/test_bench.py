@@ -151,12 +151,27 @@ def test_pooling_seed_sets_counts_never_reached_runs_as_infinitely_many_trials()
                                          "b": {"trials_to_reference": {"gnn": [50.0], "gnn-old": [7.0]}}}}
     pooled = pool_trials([("first", first, "gnn"), ("second", second, "gnn")])
     assert [(s["runs"], s["reached"], s["median_trials"]) for s in pooled["sets"]] == [(3, 2, 30.0), (3, 2, 50.0)]
-    assert pooled["pooled"] == {"runs": 6, "reached": 4, "median_trials": 40.0}  # (30 + 50) / 2
+    assert pooled["pooled"] == {"runs": 6, "reached": 4, "median_trials": 40.0,  # (30 + 50) / 2
+                                "median_ci95": [30.0, 50.0]}  # first twice: 30, second twice: 50
     never = _summary_with_trials({"gnn": [10.0, None]}, [5])  # half reached: the median is never
-    assert pool_trials([("never", never, "gnn")])["pooled"]["median_trials"] == np.inf
+    assert pool_trials([("never", never, "gnn")])["pooled"] == {"runs": 2, "reached": 1, "median_trials": np.inf}
     assert pool_trials([("second", second, "gnn-old")])["pooled"]["median_trials"] == 6.0
     with pytest.raises(TvmCostError, match="second: no runs of kind 'ranker'.*gnn, gnn-old"):
         pool_trials([("second", second, "ranker")])
+
+
+def test_the_pooled_median_interval_resamples_whole_seed_sets():
+    """Sets of 10s and of 100s: only drawing one set twice moves the pooled median off 55, so the interval is
+    [10, 100]; a bootstrap over single runs would put it near 55 and hide that the sets disagree."""
+    from tvm_cost.tuning.bench import pool_trials
+
+    tens, hundreds = (_summary_with_trials({"gnn": [v] * 9}, [i]) for i, v in enumerate((10.0, 100.0)))
+    pooled = pool_trials([("a", tens, "gnn"), ("b", hundreds, "gnn")], resamples=400, seed=3)["pooled"]
+    assert pooled["median_trials"] == 55.0 and pooled["median_ci95"] == [10.0, 100.0]
+    same = pool_trials([("a", tens, "gnn"), ("a2", tens, "gnn")])["pooled"]
+    assert same["median_ci95"] == [10.0, 10.0]
+    never = _summary_with_trials({"gnn": [None] * 3}, [9])  # a set that never reached: the upper end is never
+    assert pool_trials([("a", tens, "gnn"), ("n", never, "gnn")])["pooled"]["median_ci95"] == [10.0, np.inf]
 
 
 def test_bench_pool_cli_reads_a_kind_per_summary_and_refuses_a_bad_file_in_one_line(tmp_path):
@@ -170,7 +185,7 @@ def test_bench_pool_cli_reads_a_kind_per_summary_and_refuses_a_bad_file_in_one_l
                  "--json", str(out)]) == 0
     pooled = json.loads(out.read_text())
     assert [s["kind"] for s in pooled["sets"]] == ["gnn", "gnn-decisions"]
-    assert pooled["pooled"] == {"runs": 3, "reached": 2, "median_trials": 40.0}
+    assert pooled["pooled"] == {"runs": 3, "reached": 2, "median_trials": 40.0, "median_ci95": [40.0, None]}
     (tmp_path / "bad.json").write_text("{not json")
     proc = subprocess.run([sys.executable, "-m", "tvm_cost.cli", "bench", "pool", str(tmp_path / "bad.json")],
                           capture_output=True, text=True, check=False, timeout=120)

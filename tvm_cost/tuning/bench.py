@@ -362,10 +362,15 @@ def _reach_summary(reached: Sequence[tuple[float, float]]) -> dict[str, Any]:
             "reached": f"{int(np.isfinite(trials).sum())}/{len(trials)}"}
 
 
-def pool_trials(summaries: Sequence[tuple[str, dict[str, Any], str]]) -> dict[str, Any]:
+def pool_trials(summaries: Sequence[tuple[str, dict[str, Any], str]], *, resamples: int = 2000,
+                seed: int = 0) -> dict[str, Any]:
     """Trials to the reference pooled over seed sets: `summaries` are (label, a `summarize` output as read back
     from its JSON, the kind to read). Each set keeps its own reference; a run that never reached it counts as
     infinitely many trials, so a median is finite only where more than half the runs reached it.
+
+    With two sets or more, the pooled median gets a 95 % interval from a bootstrap over whole seed sets
+    (`resamples` draws, seeded): the runs of one set share its reference and its machine state, so they are not
+    independent, and resampling single runs would understate how far the median moves from one set to the next.
 
     Raises:
         TvmCostError: A summary without per-run trials of its kind (one line naming the label and the kinds).
@@ -380,8 +385,20 @@ def pool_trials(summaries: Sequence[tuple[str, dict[str, Any], str]]) -> dict[st
                                    f"{', '.join(sorted(to_ref)) or 'none'})")
             runs += [math.inf if t is None else float(t) for t in to_ref[kind]]
         sets.append({"label": label, "kind": kind, "seeds": summary.get("seeds"), **_trials_summary(runs)})
-        pooled += runs
-    return {"sets": sets, "pooled": _trials_summary(pooled)}
+        pooled.append(runs)
+    out = _trials_summary([t for runs in pooled for t in runs])
+    if len(pooled) > 1:
+        out["median_ci95"] = _set_bootstrap_ci(pooled, resamples=resamples, seed=seed)
+    return {"sets": sets, "pooled": out}
+
+
+def _set_bootstrap_ci(sets: Sequence[Sequence[float]], *, resamples: int, seed: int) -> list[float]:
+    """2.5 and 97.5 percentiles of the pooled median over `resamples` draws of whole sets with replacement."""
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(len(sets), size=(resamples, len(sets)))
+    medians = [np.median(np.concatenate([sets[i] for i in draw])) for draw in draws]
+    # inverted_cdf picks observed medians: no interpolation towards an infinite one
+    return [float(q) for q in np.quantile(medians, [0.025, 0.975], method="inverted_cdf")]
 
 
 def _trials_summary(trials: Sequence[float]) -> dict[str, Any]:
