@@ -19,9 +19,9 @@ from tvm.s_tir.meta_schedule.builder import BuilderInput
 from tvm.s_tir.meta_schedule.database import TuningRecord, Workload
 from tvm.s_tir.meta_schedule.runner import EvaluatorConfig, RunnerInput
 
+from tvm_cost.atomic import atomic_write_json
 from tvm_cost.collect import fast
 from tvm_cost.collect.records import Record, load_records, resolve
-from tvm_cost.atomic import atomic_write_json
 from tvm_cost.collect.store import DB_FILES
 
 log = logging.getLogger(__name__)
