@@ -1,6 +1,7 @@
-"""`tvm-cost bench kernel`: the online comparison of cost models on held-out tasks; `tvm-cost bench remeasure`: its
-runs' best schedules timed again side by side; `tvm-cost bench pool`: trials to XGBModel's best over several seed
-sets (parsing and printing only; the work is in `tvm_cost.tuning.bench` and `tvm_cost.tuning.remeasure`)."""
+"""`tvm-cost bench kernel`: the online comparison of cost models on held-out tasks; `tvm-cost bench summarize`: its
+summary again from stored runs; `tvm-cost bench remeasure`: its runs' best schedules timed again side by side;
+`tvm-cost bench pool`: trials to XGBModel's best over several seed sets (parsing and printing only; the work is in
+`tvm_cost.tuning.bench` and `tvm_cost.tuning.remeasure`)."""
 
 from __future__ import annotations
 
@@ -49,6 +50,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="the bench's output folder")
     p.add_argument("--times", type=int, default=9, help="timings of each best schedule")
     p.set_defaults(func=_bench_remeasure)
+    p = bench.add_parser("summarize", help="summarize a `bench kernel` folder's runs.jsonl again (e.g. after "
+                                           "concatenating the runs of processes on other cores into it), without "
+                                           "tuning; writes summary.json and curves.png")
+    p.add_argument("--out", required=True, help="the folder holding runs.jsonl")
+    p.add_argument("--budgets", default="16,32,64,128", help="trial budgets reported (runs to the largest count)")
+    p.set_defaults(func=_bench_summarize)
     p = bench.add_parser("pool", help="pool the trials each run of a kind needed to reach XGBModel's best over the "
                                       "summaries of several `bench kernel` seed sets")
     p.add_argument("summaries", nargs="+", metavar="SUMMARY[:KIND]",
@@ -67,12 +74,10 @@ def _bench_kernel(args: argparse.Namespace) -> None:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
         TimeRemainingColumn
-    from rich.table import Table
 
     from tvm_cost.collect.fast import make_builder, make_runner, preload_tensor_intrinsics
     from tvm_cost.errors import TvmCostError
-    from tvm_cost.tuning.bench import BENCH_KINDS, BenchRun, RunStore, held_out_tasks, plot_curves, run_bench, \
-        summarize, workload_hashes, write_json
+    from tvm_cost.tuning.bench import BENCH_KINDS, BenchRun, RunStore, held_out_tasks, run_bench, workload_hashes
     from tvm_cost.tuning.tune import _tvm_target
 
     console = Console(width=None if sys.stdout.isatty() else 200)
@@ -112,6 +117,15 @@ def _bench_kernel(args: argparse.Namespace) -> None:
                              records_dir=out / "records" if args.keep_records else None)
     finally:
         builder.close()
+    _summarize_runs(runs, budgets, out, console)
+
+
+def _summarize_runs(runs: list[Any], budgets: list[int], out: Path, console: Any) -> None:
+    """summary.json and curves.png of `runs` in `out`, and the table and reach lines on `console`."""
+    from rich.table import Table
+
+    from tvm_cost.tuning.bench import plot_curves, summarize, write_json
+
     summary = summarize(runs, budgets)
     summary["command"] = " ".join(sys.argv)
     write_json(out / "summary.json", summary)
@@ -128,6 +142,21 @@ def _bench_kernel(args: argparse.Namespace) -> None:
     for kind, reach in summary["to_reference"].items():
         console.print(f"{kind}: XGBModel's {budgets[-1]}-trial best {_reach_text(reach)}")
     console.print(f"wrote {out / 'summary.json'}, {plot_curves(runs, out / 'curves.png')}")
+
+
+def _bench_summarize(args: argparse.Namespace) -> None:
+    from rich.console import Console
+
+    from tvm_cost.errors import TvmCostError
+    from tvm_cost.tuning.bench import RunStore
+
+    out = Path(args.out)
+    budgets = sorted(int(b) for b in args.budgets.split(","))
+    store = RunStore(out / "runs.jsonl")
+    runs = [r for r in store.runs if r.max_trials == budgets[-1]]
+    if not runs:
+        raise TvmCostError(f"no runs of {budgets[-1]} trials to summarize", path=store.path)
+    _summarize_runs(runs, budgets, out, Console(width=None if sys.stdout.isatty() else 200))
 
 
 def _reach_text(reach: dict) -> str:

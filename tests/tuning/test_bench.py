@@ -81,12 +81,31 @@ def test_summarize_uses_the_better_xgb_and_counts_trials_to_reach_it():
     assert s["tasks"] == 2
     assert s["per_task"]["a"]["reference_kind"] == "xgb-warm16" and s["per_task"]["a"]["reference_ms"] == 5.5
     assert s["per_task"]["b"]["reference_kind"] == "xgb" and s["per_task"]["b"]["reference_ms"] == 2
-    assert s["per_task"]["a"]["trials_to_reference"] == {"gnn": [3.0, np.inf]}
-    assert s["to_reference"] == {"gnn": {"median_trials": 3.0, "median_seconds": 3.0,  # of 3, inf, 1
-                                         "reached": "2/3"}}
+    assert s["per_task"]["a"]["trials_to_reference"] == {"xgb": [np.inf, np.inf], "xgb-warm16": [2.0, np.inf],
+                                                         "gnn": [3.0, np.inf]}
+    assert s["to_reference"]["gnn"] == {"median_trials": 3.0, "median_seconds": 3.0,  # of 3, inf, 1
+                                        "reached": "2/3"}
+    never = {"median_trials": np.inf, "median_seconds": np.inf, "reached": "1/3"}
+    assert s["to_reference"]["xgb"] == never and s["to_reference"]["xgb-warm16"] == never  # XGBModel's own pace
     gnn_at_4 = np.sqrt((np.median([4, 8]) / 5.5) * (1 / 2))
     assert s["best_vs_reference_geomean"]["gnn"][4] == pytest.approx(gnn_at_4)
     assert s["best_vs_reference_geomean"]["xgb"][4] == pytest.approx(np.sqrt((6.5 / 5.5) * 1.0))
+
+
+def test_bench_summarize_cli_summarizes_stored_runs_without_tuning(tmp_path):
+    from tvm_cost.cli import main
+    from tvm_cost.tuning.bench import RunStore
+
+    store = RunStore(tmp_path / "runs.jsonl")
+    for run in (_run("a", "xgb", 0, [9, 8, 8, 6]), _run("a", "gnn", 0, [9, 6, 5, 5]), _run("a", "gnn", 1, [9, 9])):
+        store.add(run)  # the two-trial run is of another budget: left out
+    assert main(["bench", "summarize", "--out", str(tmp_path), "--budgets", "2,4"]) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["per_task"]["a"]["trials_to_reference"] == {"xgb": [4.0], "gnn": [2.0]}  # to 6 ms
+    assert (tmp_path / "curves.png").stat().st_size > 0
+    proc = subprocess.run([sys.executable, "-m", "tvm_cost.cli", "bench", "summarize", "--out", str(tmp_path),
+                           "--budgets", "8"], capture_output=True, text=True, check=False, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0 and "no runs of 8 trials" in proc.stderr
 
 
 def test_a_task_whose_reference_failed_is_left_out():
