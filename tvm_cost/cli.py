@@ -10,18 +10,18 @@ import time
 from collections.abc import Callable, Sequence
 
 from tvm_cost.cli_bench import register as register_bench_command
+from tvm_cost.cli_console import make_console
 from tvm_cost.cli_estimate import register as register_estimate_command
 from tvm_cost.cli_kernel import register as register_kernel_commands
 from tvm_cost.errors import Interrupt, TvmCostError
 
 
 def _graph(args: argparse.Namespace) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     from tvm_cost.graph_api import operator_graph
 
-    console = Console(width=None if sys.stdout.isatty() else 200)
+    console = make_console()
     t0 = time.perf_counter()
     graph = operator_graph(args.model, target=args.target, input_shapes=args.input_shape,
                            op_level=args.op_level, database=args.database)

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tvm_cost.cli_console import make_console
+
 DEFAULT_MODELS = ("zoo:mobilenet_v2", "zoo:densenet", "zoo:resnet50", "zoo:mlp")
 
 
@@ -71,7 +73,6 @@ def _measured_folders(root: Path) -> list[Path]:
 
 
 def _bench_kernel(args: argparse.Namespace) -> None:
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
         TimeRemainingColumn
 
@@ -80,7 +81,7 @@ def _bench_kernel(args: argparse.Namespace) -> None:
     from tvm_cost.tuning.bench import BENCH_KINDS, BenchRun, RunStore, held_out_tasks, run_bench, workload_hashes
     from tvm_cost.tuning.tune import _tvm_target
 
-    console = Console(width=None if sys.stdout.isatty() else 200)
+    console = make_console()
     kinds = args.cost_models.split(",")
     unknown = [k for k in kinds if k not in BENCH_KINDS]
     if unknown:
@@ -145,7 +146,6 @@ def _summarize_runs(runs: list[Any], budgets: list[int], out: Path, console: Any
 
 
 def _bench_summarize(args: argparse.Namespace) -> None:
-    from rich.console import Console
 
     from tvm_cost.errors import TvmCostError
     from tvm_cost.tuning.bench import RunStore
@@ -156,7 +156,7 @@ def _bench_summarize(args: argparse.Namespace) -> None:
     runs = [r for r in store.runs if r.max_trials == budgets[-1]]
     if not runs:
         raise TvmCostError(f"no runs of {budgets[-1]} trials to summarize", path=store.path)
-    _summarize_runs(runs, budgets, out, Console(width=None if sys.stdout.isatty() else 200))
+    _summarize_runs(runs, budgets, out, make_console())
 
 
 def _reach_text(reach: dict) -> str:
@@ -170,7 +170,6 @@ def _reach_text(reach: dict) -> str:
 
 
 def _bench_remeasure(args: argparse.Namespace) -> None:
-    from rich.console import Console
     from rich.progress import Progress
     from rich.table import Table
 
@@ -179,7 +178,7 @@ def _bench_remeasure(args: argparse.Namespace) -> None:
     from tvm_cost.tuning.bench import RunStore, write_json
     from tvm_cost.tuning.remeasure import remeasure_runs, summarize_remeasured
 
-    console = Console(width=None if sys.stdout.isatty() else 200)
+    console = make_console()
     out = Path(args.out)
     runs = RunStore(out / "runs.jsonl").runs
     if not runs or not (out / "records").is_dir():
@@ -230,7 +229,6 @@ def _trials_text(trials: float | None) -> str:
 
 
 def _bench_pool(args: argparse.Namespace) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     from tvm_cost.errors import TvmCostError
@@ -256,6 +254,6 @@ def _bench_pool(args: argparse.Namespace) -> None:
         table.add_row(row["label"], row["kind"], ",".join(map(str, row["seeds"] or [])), str(row["runs"]),
                       str(row["reached"]), _trials_text(row["median_trials"]),
                       "" if ci is None else f"{_trials_text(ci[0])} to {_trials_text(ci[1])}")
-    Console(width=None if sys.stdout.isatty() else 200).print(table)
+    make_console().print(table)
     if args.json:
         write_json(args.json, {**pooled, "command": " ".join(sys.argv)})

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
+
+from tvm_cost.cli_console import make_console
 
 
 def _estimate(args: argparse.Namespace) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     from tvm_cost.estimation.api import estimate, plot_estimate
     from tvm_cost.importer import import_model, parse_input_shapes
 
-    console = Console(width=None if sys.stdout.isatty() else 200)
+    console = make_console()
     t0 = time.perf_counter()
     imported = import_model(args.model, input_shapes=parse_input_shapes(args.input_shape))
     t_import = time.perf_counter() - t0

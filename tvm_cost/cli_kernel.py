@@ -6,12 +6,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from tvm_cost.cli_console import make_console
 
 
 def register(sub: Any) -> None:
@@ -92,12 +93,6 @@ def _target(args: argparse.Namespace) -> Any:
     if args.target is None:
         return None
     return json.loads(args.target) if args.target.lstrip().startswith("{") else args.target
-
-
-def _console() -> Any:
-    from rich.console import Console
-
-    return Console(width=None if sys.stdout.isatty() else 200)  # no wrapping in logs
 
 
 def _progress(enabled: bool = True) -> Any:
@@ -230,7 +225,7 @@ def _train(args: argparse.Namespace) -> None:
             "measured_on": _measured_on(args.data, target), "gpu": manifest_gpu(args.data),
             "train_config": train_config.to_dict(), "processes": dist.get_world_size() if distributed else 1,
             "tvm_version": version("apache-tvm"), "tvm_ffi_version": version("apache-tvm-ffi")})
-    _console().print(
+    make_console().print(
         f"trained on {len(items)} candidates of {tasks} tasks ({args.data}"
         f"{', without ' + ','.join(excluded) if excluded else ''}"
         f"{''.join(f'; ranking also from {len(e)} of {p}' for (p, _), e in zip(rank_sets, extra))}), "
@@ -274,7 +269,7 @@ def _train_ranker(args: argparse.Namespace) -> None:
         "target": target, "excluded_families": excluded, "seed": args.seed, "tvm_version": version("apache-tvm"),
         "data": [{"data": str(path), "records": len(kept), "tasks": len({int(d.group) for d in kept}),
                   "measured_on": _measured_on(path, target)} for path, kept in sets]})
-    _console().print(
+    make_console().print(
         f"{args.ranker_features!r} ranker trained on {len(items)} candidates of {len(set(group.tolist()))} tasks "
         f"({', '.join(f'{len(kept)} of {path}' for path, kept in sets)}"
         f"{', without ' + ','.join(excluded) if excluded else ''}) in {train_s:.0f} s, pairwise accuracy on the "
@@ -302,7 +297,7 @@ def _eval(args: argparse.Namespace) -> None:
     t0 = time.perf_counter()
     ds, folds, results, fold_reports = _eval_folds(args, seeds, configs)
     report, summary = _eval_report(args, ds, folds, results, fold_reports, seeds, configs, time.perf_counter() - t0)
-    console = _console()
+    console = make_console()
     console.print(_eval_table(args, report, summary))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
