@@ -339,8 +339,8 @@ def _eval_folds(args: argparse.Namespace, seeds: list[int], configs: tuple[Any, 
             train_idx = np.concatenate([train_idx, np.arange(len(items), len(fold_items))])
             result = compare_on_held_out(
                 fold_items, train_idx, test_idx, seeds=seeds, model_config=model_config, train_config=train_config,
-                on_epoch=lambda seed, r, f=fold: progress.update(
-                    bar, advance=1, description=f"train GNN {','.join(f)} seed {seed}"))
+                on_epoch=lambda seed, r: progress.update(  # called within this iteration only
+                    bar, advance=1, description=f"train GNN {','.join(fold)} seed {seed}"))
             groups = [ds.groups[int(i)] for i in test_idx]
             fold_reports[",".join(fold)] = {
                 "train_records": len(train_idx), "test_records": len(test_idx),

@@ -22,7 +22,7 @@ from tvm.s_tir import meta_schedule as ms
 from tvm.s_tir.meta_schedule.database import TuningRecord
 
 from tvm_cost.collect.measure import Outcome, measure
-from tvm_cost.collect.store import Phase, RecordStore, trace_key
+from tvm_cost.collect.store import Kind, Phase, RecordStore, trace_key
 from tvm_cost.collect.tasks import CollectTask
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ class CollectConfig:
     measure: bool = True
     time_budget_s: float | None = None
 
-    def phase_targets(self) -> dict[str, int]:
+    def phase_targets(self) -> dict[Phase, int]:
         """Records per phase for one task."""
         if not 0.0 <= self.random_fraction <= 1.0:
             raise ValueError(f"random_fraction must be in [0, 1], got {self.random_fraction}")
@@ -135,14 +135,14 @@ class Collector:
                 while (wanted := self._done(task, phase, n)) > 0:
                     if self._out_of_time():
                         return self.summary(len(tasks))
-                    new = self._run_pass(task, index, len(tasks), phase, wanted, dry)  # type: ignore[arg-type]
+                    new = self._run_pass(task, index, len(tasks), phase, wanted, dry)
                     if self.stopped != "done":
                         return self.summary(len(tasks))
                     if self.store is None or not self.config.measure:  # nothing counts progress: one pass
                         break
                     dry = dry + 1 if new == 0 else 0
                     if dry >= MAX_DRY_PASSES:
-                        self.store.mark_exhausted(task.shash, phase)  # type: ignore[arg-type]
+                        self.store.mark_exhausted(task.shash, phase)
                         log.info("%s: %s search ran dry", task.name, phase)
         return self.summary(len(tasks))
 
@@ -207,7 +207,8 @@ class Collector:
                cands: list[Any], limit: int) -> int:
         """Measure the new candidates of a batch (at most `limit`), commit them; returns the records written."""
         jsons = [TuningRecord(c.sch.trace, workload, None, self.target, c.args_info).as_json() for c in cands]
-        fresh, seen, dups = [], set(), 0
+        fresh: list[int] = []
+        seen, dups = set(), 0
         for i, key in enumerate(trace_key(j[0]) for j in jsons):
             if key in seen or (self.store is not None and self.store.seen(task.shash, key)):
                 dups += 1
@@ -224,7 +225,7 @@ class Collector:
         if not self.config.measure:
             return len(fresh)
         ok = [i for i in fresh if outcomes[i].stage == "ok"]
-        records = []
+        records: list[tuple[Kind, Any]] = []
         for i in fresh:
             jsons[i][1] = outcomes[i].run_secs
             records.append(("ok" if i in ok else "failed", jsons[i]))

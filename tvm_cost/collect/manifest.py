@@ -50,7 +50,7 @@ def count_lines(path: str | Path) -> int:
     """Non-empty lines of a (possibly gzipped) text file."""
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as f:  # type: ignore[operator]
+    with opener(path, "rb") as f:
         return sum(1 for line in f if line.strip())
 
 

@@ -77,7 +77,7 @@ def measure(
         else:
             to_run.append(i)
     try:
-        if to_run:
+        if runner is not None and to_run:
             device = device_type(target)
             inputs = [RunnerInput(built[i].artifact_path, device, candidates[i].args_info) for i in to_run]
             futures = runner.run(inputs)

@@ -182,7 +182,7 @@ def run_collect(
         runner = fast.make_runner(evaluator=evaluator, timeout_sec=run_timeout_s, rpc_tracker=rpc_tracker,
                                   rpc_key=rpc_key, rpc_workers=rpc_workers)
     store = RecordStore(out_dir).open() if measure else None
-    run_entry = {"start": manifest.now_iso(), "command": command or manifest.command_line(),
+    run_entry: dict[str, Any] = {"start": manifest.now_iso(), "command": command or manifest.command_line(),
                  "cpu_model": manifest.cpu_model(),
                  "models": sorted({m for t in tasks for m in t.weights})}
     summary: dict[str, Any] = {}
@@ -203,8 +203,8 @@ def run_collect(
             store.close()
         if hasattr(bld, "close"):
             bld.close()
-        if getattr(runner, "pool", None) is not None:  # LocalRunner / RPCRunner worker processes
-            runner.pool.shutdown()
+        if (pool := getattr(runner, "pool", None)) is not None:  # LocalRunner / RPCRunner worker processes
+            pool.shutdown()
     summary.update(out_dir=str(out_dir) if measure else None, target=name)
     return summary
 

@@ -216,7 +216,8 @@ class RecordStore:
 
     def ok_records(self, shash: str) -> list[Any]:
         """The parsed ``[workload_index, record]`` lines of a workload's measured records."""
-        path, out = self.root / DB_FILES["ok"][1], []
+        out: list[Any] = []
+        path = self.root / DB_FILES["ok"][1]
         if not self._ok_lines[shash]:
             return out
         with open(path, "rb") as f:

@@ -76,7 +76,7 @@ def run_e2e(
     common = {"target": resolved.target_json, "target_name": resolved.name, "hardware": resolved.hardware.name,
               "hardware_spec": resolved.hardware.as_dict(),  # the descriptors the features of this record use
               "schedules": schedules, "command": " ".join(sys.argv), **versions()}
-    summary = {"measured": 0, "failed": 0, "skipped": 0}
+    summary: dict[str, float] = {"measured": 0, "failed": 0, "skipped": 0}
     t_start = time.perf_counter()
     for i, spec in enumerate(specs):
         key = f"{spec}|{resolved.name}|{schedules}"

@@ -103,13 +103,14 @@ def load_estimator(path: str | Path) -> tuple[NodePredictor, dict[str, Any]]:
         return boost.node_ms, meta
     model, meta = load_checkpoint(path, schema=SCHEMA)
     members = list(model.members) if isinstance(model, EnsembleModel) else [model]
-    if not all(isinstance(m, KernelSumNet) for m in members):
+    nets = [m for m in members if isinstance(m, KernelSumNet)]
+    if len(nets) < len(members):
         raise TvmCostError(f"not an end-to-end estimator ({meta.get('model_class')} of "
                            f"{type(members[0]).__name__}); expected KernelSumNet or KernelBoost", path=path)
 
     def node_ms(data: Any) -> np.ndarray:
         with torch.no_grad():
-            return torch.stack([m.node_log_ms(data).exp() for m in members]).double().numpy()
+            return torch.stack([m.node_log_ms(data).exp() for m in nets]).double().numpy()
 
     return node_ms, meta
 

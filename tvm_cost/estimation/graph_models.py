@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from tvm_cost.models import ModelKind
 
-def train_graph_model(kind: str, train: Sequence[Any], val: Sequence[Any], *, seed: int, epochs: int,
+
+def train_graph_model(kind: ModelKind, train: Sequence[Any], val: Sequence[Any], *, seed: int, epochs: int,
                       heads: tuple[str, ...], batch_size: int = 16, patience: int = 40,
                       extra_node_columns: int = 0) -> Any:
     """A GNN (`kind` "seernet" or "gcn", hidden 64, 3 layers) trained on `train`, early-stopped on `val`.

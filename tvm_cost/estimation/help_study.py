@@ -8,7 +8,7 @@ one model covers all five GPUs and can be asked about a GPU it never saw (`cross
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,7 +86,7 @@ def load_cells(graph_dir: str | Path, help_dir: str | Path, batch: int,
                    lat[[row[i] for i in keep]])
 
 
-def make_items(cells: CellSet, rows: Sequence[int], gpus: Sequence[str]) -> list[Any]:
+def make_items(cells: CellSet, rows: Iterable[int], gpus: Sequence[str]) -> list[Any]:
     """One PyG `Data` per (cell row, GPU): the cell's graph, `u` with that GPU's descriptors, `y` its latency.
 
     Items of one cell share their `x`, `edge_index` and `edge_attr` tensors. Each also has `latency_ms`, `gpu`
@@ -140,8 +140,9 @@ def _fit_predict(train: list[Any], val: list[Any], tests: dict[str, list[Any]], 
             model = BoostedAggregates(seed).fit(train + val)
         elif name in ("seernet", "gcn"):
             n_epochs = epochs if isinstance(epochs, int) else epochs[name]
-            gnn = train_graph_model(name, train, val, seed=seed, epochs=n_epochs, heads=("latency",),
-                                    batch_size=64, patience=max(5, n_epochs // 4))
+            gnn = train_graph_model("seernet" if name == "seernet" else "gcn", train, val, seed=seed,
+                                    epochs=n_epochs, heads=("latency",), batch_size=64,
+                                    patience=max(5, n_epochs // 4))
             out[name] = {key: predict_latency_ms(gnn, items) for key, items in tests.items()}
             continue
         else:

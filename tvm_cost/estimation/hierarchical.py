@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -34,7 +34,7 @@ class ResidualKernelSumNet(KernelSumNet):
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)
-        last = self.heads["latency"][-1]
+        last = cast(torch.nn.Linear, cast(torch.nn.Sequential, self.heads["latency"])[-1])
         torch.nn.init.zeros_(last.weight)
         torch.nn.init.zeros_(last.bias)
 
@@ -66,8 +66,8 @@ def add_kernel_predictions(train: Sequence[Any], *, seed: int = 0, folds: int = 
     fold = np.random.default_rng(seed).permutation(len(train)) % folds
     out: list[Any] = list(train)
     for k in range(folds):
-        trees = KernelBoost(seed=seed, rounds=rounds).fit([train[i] for i in np.nonzero(fold != k)[0]])
-        for i in np.nonzero(fold == k)[0]:
+        trees = KernelBoost(seed=seed, rounds=rounds).fit([train[i] for i in np.flatnonzero(fold != k).tolist()])
+        for i in np.flatnonzero(fold == k).tolist():
             out[i] = with_kernel_column(train[i], trees.node_ms(train[i])[0])
     return out, KernelBoost(seed=seed, rounds=rounds).fit(train)
 

@@ -87,7 +87,7 @@ def task_times(
         shash = str(tvm_ffi.structural_hash(workload_module(func)))
         record = known.get((shash, target.name))
         measured_now = record is None
-        if measured_now:
+        if record is None:
             repeats = _time_alone(func, tvm_target, repeat=repeat, min_repeat_ms=min_repeat_ms)
             record = {"key": f"{shash}|{target.name}", "status": "ok", "workload_hash": shash,
                       "task_name": task.task_name, "target": target.target_json, "target_name": target.name,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -198,7 +199,7 @@ def program_graphs(
     return graphs
 
 
-def to_pyg_batch(graphs: list[dict[str, np.ndarray]]) -> Batch:
+def to_pyg_batch(graphs: Sequence[dict[str, np.ndarray]]) -> Batch:
     """Concatenate graphs into one `torch_geometric.data.Batch` (`x`, `edge_index`, `edge_attr`, `u`, `batch`).
 
     The same tensors as ``Batch.from_data_list`` (tested equal), built by one concatenation per array: it runs on

@@ -89,7 +89,7 @@ def _scope(buf: tirx.Buffer) -> str:
     return str(buf.scope()) or "global"
 
 
-def loads(expr: object, out: list) -> list:
+def loads(expr: Any, out: list) -> list:
     """Append the buffers `expr` loads (also inside indices) to `out`."""
     t = type(expr)
     if t is TensorLoad:
@@ -136,7 +136,7 @@ class StoreWalker:
                 self.nodes[key].has_init = True
 
     # --- statements ---------------------------------------------------------------------------------------
-    def stmt(self, s: object) -> None:
+    def stmt(self, s: Any) -> None:
         t = type(s)
         if t is tirx.SeqStmt:
             for child in s.seq[:]:
@@ -250,7 +250,7 @@ class StoreWalker:
         node.is_copy = type(value) is TensorLoad
         return node
 
-    def _is_const(self, e: object) -> bool:
+    def _is_const(self, e: Any) -> bool:
         """Whether the feature pass list folds `e` to a constant (then the store has no row)."""
         t = type(e)
         if t in _CONST:

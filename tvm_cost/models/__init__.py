@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-from torch import nn
-
 from tvm_cost.models.base import GraphCostModel, graph_inputs
 from tvm_cost.models.config import ModelConfig
 from tvm_cost.models.ensemble import EnsembleModel
@@ -21,17 +19,17 @@ CostModel = GraphCostModel | EnsembleModel
 """Any model of this package: same `forward`/`predict`/`score`/`fit_normalization` contract and a `config`."""
 MODEL_KINDS: dict[str, type[GraphCostModel]] = {"seernet": SeerNet, "gcn": GCNBaseline,
                                                  "kernel_sum": KernelSumNet}
-MODEL_CLASSES: dict[str, type[nn.Module]] = {"SeerNet": SeerNet, "GCNBaseline": GCNBaseline,
-                                             "KernelSumNet": KernelSumNet, "EnsembleModel": EnsembleModel}
+MODEL_CLASSES: dict[str, type[GraphCostModel] | type[EnsembleModel]] = {
+    "SeerNet": SeerNet, "GCNBaseline": GCNBaseline, "KernelSumNet": KernelSumNet, "EnsembleModel": EnsembleModel}
 """Classes a checkpoint may name (by class name); anything else is refused on load."""
 
 
-def build_model(*, kind: ModelKind | nn.Module = "seernet", config: ModelConfig, ensemble: int = 1) -> nn.Module:
+def build_model(*, kind: ModelKind | CostModel = "seernet", config: ModelConfig, ensemble: int = 1) -> CostModel:
     """A model of `kind` ("seernet", "gcn" or "kernel_sum"), or an `EnsembleModel` of `ensemble` such members.
 
     A model object passed as `kind` is returned as is. An unknown kind raises `ValueError` listing the choices.
     """
-    if isinstance(kind, nn.Module):
+    if isinstance(kind, (GraphCostModel, EnsembleModel)):
         return kind
     if kind not in MODEL_KINDS:
         raise ValueError(f"unknown model kind {kind!r}; choices: {', '.join(MODEL_KINDS)}")

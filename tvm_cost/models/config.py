@@ -13,9 +13,14 @@ READOUTS = ("pool", "sum")
 class SchemaLike(Protocol):
     """What the model needs to know of a feature schema: the column names (see `tvm_cost.features.schema`)."""
 
-    node: tuple[str, ...]
-    edge: tuple[str, ...]
-    globals: tuple[str, ...]
+    @property
+    def node(self) -> tuple[str, ...]: ...
+
+    @property
+    def edge(self) -> tuple[str, ...]: ...
+
+    @property
+    def globals(self) -> tuple[str, ...]: ...
 
 
 @dataclass(frozen=True)

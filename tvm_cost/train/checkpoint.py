@@ -112,7 +112,7 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
 
 
 def load_checkpoint(path: str | Path, *, schema: Any = None, map_location: str | torch.device = "cpu"
-                    ) -> tuple[nn.Module, dict[str, Any]]:
+                    ) -> tuple[CostModel, dict[str, Any]]:
     """Rebuild a saved model from safetensors + JSON, in eval mode. Never unpickles or runs stored code.
 
     Args:

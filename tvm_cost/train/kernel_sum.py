@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor
@@ -51,7 +51,7 @@ def train_kernel_sum(train_set: Sequence[Any], val_set: Sequence[Any] | None, *,
     ``config.seed + i``; their spread is the estimate's uncertainty band). Items need `y` [1, 1] and `node_ms`."""
     model: KernelSumNet | EnsembleModel = KernelSumNet(config) if members == 1 else \
         EnsembleModel(config, kind="kernel_sum", size=members)
-    nets = [model] if isinstance(model, KernelSumNet) else list(model.members)
+    nets = [model] if isinstance(model, KernelSumNet) else cast(list[KernelSumNet], list(model.members))
     for i, net in enumerate(nets):
         train(net, train_set, val_set, config=train_config.replace(seed=train_config.seed + i),
               loss_fn=KernelSumLoss(net))

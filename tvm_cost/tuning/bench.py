@@ -103,7 +103,7 @@ def cost_model_for(kind: str, *, target: Any, seed: int, checkpoint: str | Path 
                  "ensemble-adapt": ("ensemble", ADAPT)}
     if kind in finetuned:
         shipped, settings = finetuned[kind]
-        return make_cost_model(shipped, target=target, seed=seed, checkpoint=checkpoint,  # type: ignore[arg-type]
+        return make_cost_model(shipped, target=target, seed=seed, checkpoint=checkpoint,
                                ranker=ranker, gnn_config=GNNCostModelConfig(seed=seed, **settings))
     if kind in ("ensemble", "ensemble-xgb2", "ensemble-acc", "ensemble-handoff"):
         gnn = make_cost_model("gnn", target=target, seed=seed, checkpoint=checkpoint)
@@ -115,7 +115,7 @@ def cost_model_for(kind: str, *, target: Any, seed: int, checkpoint: str | Path 
     if kind not in BENCH_KINDS:
         raise ValueError(f"unknown bench cost model {kind!r}; choose from {', '.join(BENCH_KINDS)}")
     shipped = {"ensemble-warm16": "ensemble", "gnn-explore": "gnn"}.get(kind, kind)
-    return make_cost_model(shipped, target=target, seed=seed, checkpoint=checkpoint,  # type: ignore[arg-type]
+    return make_cost_model(shipped, target=target, seed=seed, checkpoint=checkpoint,
                            ranker=ranker)
 
 
@@ -330,7 +330,7 @@ def summarize(runs: Sequence[BenchRun], budgets: Sequence[int], *,
         refs = {k: best[k][top] for k in reference if k in best}
         if not refs or not np.isfinite(min(refs.values())):
             continue
-        ref_kind = min(refs, key=refs.get)
+        ref_kind = min(refs, key=refs.__getitem__)
         ref = refs[ref_kind]
         for k, row in best.items():
             for b, v in row.items():

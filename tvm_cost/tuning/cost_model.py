@@ -43,7 +43,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
 from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 
@@ -52,6 +51,7 @@ from tvm_cost.data.kernel_dataset import to_data
 from tvm_cost.errors import TvmCostError
 from tvm_cost.features.program_graph import to_pyg_batch
 from tvm_cost.features.program_schema import CANDIDATE_SCHEMA
+from tvm_cost.models import CostModel, ModelConfig, build_model
 from tvm_cost.models.base import log_work
 from tvm_cost.train.calibration import Calibration
 from tvm_cost.tuning.checkpoints import shipped_checkpoint, target_name
@@ -88,17 +88,17 @@ class GNNCostModel(PyCostModel):
         config: Scoring and fine-tuning settings.
     """
 
-    def __init__(self, *, checkpoint: str | Path | None = "auto", target: Any = None, model: nn.Module | None = None,
+    def __init__(self, *, checkpoint: str | Path | None = "auto", target: Any = None, model: CostModel | None = None,
                  config: GNNCostModelConfig = GNNCostModelConfig()) -> None:
         self.config = config
         self.checkpoint = checkpoint
         self.target_name = target_name(target) if target is not None else None
         self.featurizer = CandidateFeaturizer()
         self.buffer = ReplayBuffer(config.buffer_size)
-        self.model: nn.Module | None = None
+        self.model: CostModel | None = None
         self.source = "none"
         self.calibration = Calibration()  # of the weights' times (`predict_with_uncertainty`); identity if untrained
-        self.times: nn.Module | None = None  # the checkpoint's times member, if it has one
+        self.times: CostModel | None = None  # the checkpoint's times member, if it has one
         self.trained = False  # weights came from training (a checkpoint or a given model)
         self.norm_fitted = False
         self.updates = 0
@@ -108,15 +108,16 @@ class GNNCostModel(PyCostModel):
         self._optimizer: torch.optim.Optimizer | None = None
         if model is not None:
             self._set_model(model, source="given", trained=True)
-        elif checkpoint not in ("auto", None) and Path(checkpoint).is_dir():  # type: ignore[arg-type]
-            self.load(str(checkpoint))
-        elif checkpoint not in ("auto", None):
-            self._load_weights(Path(checkpoint))  # type: ignore[arg-type]
+        elif checkpoint is not None and checkpoint != "auto":
+            if Path(checkpoint).is_dir():
+                self.load(str(checkpoint))
+            else:
+                self._load_weights(Path(checkpoint))
         elif self.target_name is not None:
             self._materialize()
 
     # -- weights -----------------------------------------------------------------------------------------------
-    def _set_model(self, model: nn.Module, *, source: str, trained: bool, meta: dict[str, Any] | None = None,
+    def _set_model(self, model: CostModel, *, source: str, trained: bool, meta: dict[str, Any] | None = None,
                    path: Path | None = None) -> None:
         """Use `model`; `meta` (its checkpoint's metadata, read from `path`) gives the time calibration and names
         the times member, read from beside `path`."""
@@ -126,10 +127,10 @@ class GNNCostModel(PyCostModel):
         except ValueError as err:
             raise TvmCostError(str(err), path=path) from None
         self.times = None
-        if extra.get("times"):
+        if extra.get("times") and path is not None:
             from tvm_cost.train.checkpoint import load_checkpoint
 
-            self.times = load_checkpoint(Path(path).parent / str(extra["times"]), schema=CANDIDATE_SCHEMA)[0]
+            self.times = load_checkpoint(path.parent / str(extra["times"]), schema=CANDIDATE_SCHEMA)[0]
         self.model, self.source, self.trained = model.eval(), source, trained
         self.norm_fitted = trained
         self._optimizer = None
@@ -151,15 +152,19 @@ class GNNCostModel(PyCostModel):
         if warning:
             log.warning("%s", warning)
 
-    def _untrained(self) -> nn.Module:
-        from tvm_cost.models import ModelConfig, build_model
-
+    def _untrained(self) -> CostModel:
         c = self.config
-        mc = ModelConfig.for_schema(CANDIDATE_SCHEMA, hidden=c.hidden, layers=c.layers,  # type: ignore[arg-type]
+        mc = ModelConfig.for_schema(CANDIDATE_SCHEMA, hidden=c.hidden, layers=c.layers,
                                     dropout=c.dropout, seed=c.seed)
         return build_model(kind=c.model_kind, config=mc, ensemble=c.ensemble)
 
-    def _materialize(self, context: Any = None) -> nn.Module:
+    def _loaded(self) -> CostModel:
+        """The model set by `_set_model` (every path into it runs `_materialize` first)."""
+        if self.model is None:
+            raise RuntimeError("GNNCostModel has no model yet; _materialize() sets one")
+        return self.model
+
+    def _materialize(self, context: Any = None) -> CostModel:
         """The model, built at first use: shipped checkpoint for the target if any, else untrained."""
         if self.model is not None:
             return self.model
@@ -169,13 +174,13 @@ class GNNCostModel(PyCostModel):
             path = shipped_checkpoint(self.target_name) if self.target_name else None
             if path is not None:
                 self._load_weights(path, source=f"shipped:{path.stem}")
-                return self.model  # type: ignore[return-value]
+                return self._loaded()
             log.warning("no trained GNN checkpoint ships for target %s; the GNN cost model starts untrained and "
                         "learns only from this tune's measurements", self.target_name or "(unknown)")
         else:
             log.info("GNN cost model starts untrained (checkpoint=None)")
         self._set_model(self._untrained(), source="untrained", trained=False)
-        return self.model  # type: ignore[return-value]
+        return self._loaded()
 
     # -- the MetaSchedule contract -----------------------------------------------------------------------------
     def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
@@ -309,9 +314,10 @@ class GNNCostModel(PyCostModel):
         """(mean, std) of the predicted ln(ms) of `graphs` before the task's shift (`predict_with_uncertainty`): the
         calibrated ranking head, and with a times member the two as a deep ensemble (mean of their means; std by
         the law of total variance, so their disagreement counts)."""
-        mean, std = self._forward(self.model, graphs, samples=samples)  # type: ignore[arg-type]
+        model = self._loaded()
+        mean, std = self._forward(model, graphs, samples=samples)
         u = torch.from_numpy(np.concatenate([g["u"] for g in graphs]))
-        work = log_work(self.model.config, u, len(graphs))[:, 0].double().numpy()  # type: ignore[union-attr]
+        work = log_work(model.config, u, len(graphs))[:, 0].double().numpy()
         mean, std = self.calibration.apply(mean, work), self.calibration.scale * std
         if self.times is None:
             return mean, std
@@ -337,14 +343,14 @@ class GNNCostModel(PyCostModel):
             model = self._materialize(context)
             return self._forward(model, self.featurizer.graphs(context, candidates), samples=samples)
 
-    def _forward(self, model: nn.Module, graphs: Sequence[dict[str, np.ndarray]], *, samples: int
+    def _forward(self, model: CostModel, graphs: Sequence[dict[str, np.ndarray]], *, samples: int
                  ) -> tuple[np.ndarray, np.ndarray]:
         """`model`'s (mean, std) of the latency head over `samples` MC-dropout passes, `predict_batch` at a time."""
-        head = model.head_index()  # type: ignore[operator]
+        head = model.head_index()
         means, stds = [], []
         step = self.config.predict_batch
         for i in range(0, len(graphs), step):
-            mean, std = model.predict(to_pyg_batch(graphs[i:i + step]), samples=samples,  # type: ignore[operator]
+            mean, std = model.predict(to_pyg_batch(graphs[i:i + step]), samples=samples,
                                       seed=self.config.seed)
             means.append(mean[:, head])
             stds.append(std[:, head])

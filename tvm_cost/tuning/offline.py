@@ -15,6 +15,7 @@ import json
 import logging
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +100,7 @@ def xgbmodel_scores(train_items: Sequence[Any], test_items: Sequence[Any]) -> np
         rows.append(d.x[:, :NUM_STORE_FEATURES].numpy())
         costs.append(d.latency_ms * 1e-3)
     model = make_xgb(num_threads=1, num_warmup_samples=0)
-    seed_xgb(model, {k: (rows, np.asarray(costs)) for k, (rows, costs) in groups.items()})
+    seed_xgb(model, {str(k): (rows, np.asarray(costs)) for k, (rows, costs) in groups.items()})
     inner = getattr(model, "_inst", model)
     rows = [d.x[:, :NUM_STORE_FEATURES].numpy() for d in test_items]
     return np.asarray(inner._predict(rows), np.float64)  # noqa: SLF001
@@ -290,14 +291,15 @@ def compare_on_held_out(items: Sequence[Any], train_idx: np.ndarray, test_idx: n
     baselines = {name: regression_metrics(latency, np.exp(pred), train_latency)
                  for name, pred in regression_baselines(train_items, test_items).items()}
     per_seed: dict[int, dict[str, dict[str, float]]] = {}
-    preds, times = [], []
+    preds: list[np.ndarray] = []
+    times: list[np.ndarray] = []
     for seed in seeds:
         model, _ = train_gnn(train_items, model_config=model_config.replace(seed=seed),
                              train_config=train_config.replace(seed=seed),
-                             callback=None if on_epoch is None else (lambda r, s=seed: on_epoch(s, r)))
+                             callback=None if on_epoch is None else partial(on_epoch, seed))
         times_model, _ = train_gnn(timed, model_config=model_config.replace(seed=seed),
                                    train_config=times_train_config(train_config.replace(seed=seed)),
-                                   callback=None if on_epoch is None else (lambda r, s=seed: on_epoch(s, r)))
+                                   callback=None if on_epoch is None else partial(on_epoch, seed))
         if not preds:  # the work columns are the config's, the same for every seed
             work, train_work = item_log_work(model, test_items), item_log_work(model, timed)
         pred = predict_log_ms(model, test_items)

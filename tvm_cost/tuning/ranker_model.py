@@ -58,7 +58,7 @@ def trace_checkpoint(booster: str | Path | None) -> str | Path | None:
     shipped pair); "auto" and None as they are."""
     if booster in ("auto", None):
         return booster
-    weights, _ = ranker_paths(booster)  # type: ignore[arg-type]
+    weights, _ = ranker_paths(booster)
     return weights.with_name(weights.name.removesuffix(".ubj") + "-trace")
 
 
@@ -96,7 +96,7 @@ class RankerCostModel(PyCostModel):
         self.measured: dict[str, tuple[list[np.ndarray], list[float]]] = {}  # task -> (feature rows, latency ms)
         self.calls = 0
         if booster not in ("auto", None):
-            self._load_base(Path(booster))  # type: ignore[arg-type]
+            self._load_base(Path(booster))
         elif self.target_name is not None or booster is None:
             self._resolve()
 

@@ -61,9 +61,9 @@ def remeasure_runs(runs: Sequence[BenchRun], records_dir: str | Path, *, times: 
             if on_group:
                 on_group(f"{group[0].task_name} seed {seed}: stored")
             continue
-        best = [(run, best_record(Path(records_dir) / record_folder(task, run.kind, seed), run.max_trials))
-                for run in group]
-        best = [(run, rec) for run, rec in best if rec is not None]
+        found = [(run, best_record(Path(records_dir) / record_folder(task, run.kind, seed), run.max_trials))
+                 for run in group]
+        best = [(run, rec) for run, rec in found if rec is not None]
         builder_runner = builder_runner or measurers()
         timings = retime([rec for _, rec in best], times=times, builder=builder_runner[0], runner=builder_runner[1])
         new = [{"task": task, "task_name": run.task_name, "seed": seed, "kind": run.kind,

@@ -39,7 +39,7 @@ def _inner(model: Any) -> Any:
 def is_xgb(model: Any) -> bool:
     from tvm.s_tir.meta_schedule.cost_model.xgb_model import XGBModel
 
-    return isinstance(_inner(model), XGBModel._cls)  # type: ignore[attr-defined]
+    return isinstance(_inner(model), XGBModel._cls)
 
 
 def xgb_is_warm(model: Any) -> bool:

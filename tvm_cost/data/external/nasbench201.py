@@ -223,6 +223,8 @@ def _init_weights(model: nn.Module, gen: torch.Generator) -> None:
             fan_in = m.in_channels * m.kernel_size[0] * m.kernel_size[1]
             m.weight.normal_(0.0, math.sqrt(2.0 / fan_in), generator=gen)
         elif isinstance(m, nn.BatchNorm2d):
+            # every BN here tracks running statistics, so these buffers exist
+            assert m.running_mean is not None and m.running_var is not None and m.num_batches_tracked is not None
             m.weight.uniform_(0.5, 1.5, generator=gen)
             m.bias.normal_(0.0, 0.1, generator=gen)
             m.running_mean.normal_(0.0, 0.1, generator=gen)

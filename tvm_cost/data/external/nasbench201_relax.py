@@ -121,9 +121,9 @@ class _Emitter:
             children = list(m)
             i = 0
             while i < len(children):
-                if self.fold_batch_norm and isinstance(children[i], nn.Conv2d) and i + 1 < len(children) \
-                        and isinstance(children[i + 1], nn.BatchNorm2d):
-                    x = self.conv2d_folded(children[i], children[i + 1], x)
+                conv, bn = children[i], children[i + 1] if i + 1 < len(children) else None
+                if self.fold_batch_norm and isinstance(conv, nn.Conv2d) and isinstance(bn, nn.BatchNorm2d):
+                    x = self.conv2d_folded(conv, bn, x)
                     i += 2
                 else:
                     x = self.module(children[i], x)
