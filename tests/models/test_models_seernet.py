@@ -151,3 +151,7 @@ def test_build_model_kinds():
     assert isinstance(build_model(config=CFG), SeerNet)
     with pytest.raises(ValueError, match="choices: seernet, gcn"):
         build_model(kind="xgb", config=CFG)  # type: ignore[arg-type]
+    model = SeerNet(CFG)
+    assert build_model(kind=model, config=CFG) is model  # a model of this package passes through
+    with pytest.raises(ValueError, match="unknown model kind Linear"):
+        build_model(kind=torch.nn.Linear(2, 1), config=CFG)  # type: ignore[arg-type]

@@ -27,7 +27,8 @@ MODEL_CLASSES: dict[str, type[GraphCostModel] | type[EnsembleModel]] = {
 def build_model(*, kind: ModelKind | CostModel = "seernet", config: ModelConfig, ensemble: int = 1) -> CostModel:
     """A model of `kind` ("seernet", "gcn" or "kernel_sum"), or an `EnsembleModel` of `ensemble` such members.
 
-    A model object passed as `kind` is returned as is. An unknown kind raises `ValueError` listing the choices.
+    A model of this package passed as `kind` is returned as is. An unknown kind raises `ValueError` listing the
+    choices.
     """
     if isinstance(kind, (GraphCostModel, EnsembleModel)):
         return kind
