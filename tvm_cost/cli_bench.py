@@ -63,6 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("summaries", nargs="+", metavar="SUMMARY[:KIND]",
                    help="a summary JSON of `bench kernel`, optionally with the kind to read in it")
     p.add_argument("--kind", default="gnn", help="the kind to read where SUMMARY names none")
+    p.add_argument("--vs", metavar="KIND", help="also pool KIND (e.g. xgb-warm16) from the same summaries and give "
+                                                "how many times the trials it needs, paired by seed set")
     p.add_argument("--json", help="also write the pooled numbers here")
     p.set_defaults(func=_bench_pool)
 
@@ -244,16 +246,26 @@ def _bench_pool(args: argparse.Namespace) -> None:
         except (OSError, ValueError) as err:
             raise TvmCostError(f"cannot read the bench summary ({type(err).__name__}: {err})", path=path) from None
         sets.append((path, summary, kind))
-    pooled = pool_trials(sets)
+    pooled = pool_trials(sets, versus=args.vs)
     table = Table(title="trials to XGBModel's best after the largest budget (median over runs; never: half of them or "
                         "fewer reached it)")
     for col in ("summary", "kind", "seeds", "runs", "reached", "median trials", "95 % interval (sets resampled)"):
         table.add_column(col, justify="left" if col in ("summary", "kind") else "right")
-    for row in [*pooled["sets"], {"label": "pooled", "kind": "", "seeds": "", **pooled["pooled"]}]:
+    rows = [*pooled["sets"], {"label": "pooled", "kind": "", "seeds": "", **pooled["pooled"]}]
+    if args.vs:
+        rows.append({"label": "pooled", "seeds": "", **pooled["versus"]})
+    for row in rows:
         ci = row.get("median_ci95")
         table.add_row(row["label"], row["kind"], ",".join(map(str, row["seeds"] or [])), str(row["runs"]),
                       str(row["reached"]), _trials_text(row["median_trials"]),
                       "" if ci is None else f"{_trials_text(ci[0])} to {_trials_text(ci[1])}")
-    make_console().print(table)
+    console = make_console()
+    console.print(table)
+    if args.vs:
+        vs = pooled["versus"]
+        ci = vs.get("ratio_ci95")
+        console.print(f"{args.vs} needs {vs['ratio']:.2f}x the trials of the kinds above"
+                      + ("" if ci is None else f" (95 % interval {ci[0]:.2f}x to {ci[1]:.2f}x, the same sets drawn "
+                                               "for both)"))
     if args.json:
         write_json(args.json, {**pooled, "command": " ".join(sys.argv)})

@@ -193,6 +193,25 @@ def test_the_pooled_median_interval_resamples_whole_seed_sets():
     assert pool_trials([("a", tens, "gnn"), ("n", never, "gnn")])["pooled"]["median_ci95"] == [10.0, np.inf]
 
 
+def test_the_paired_ratio_draws_the_same_sets_for_both_kinds():
+    """XGBModel needs twice the GNN's trials in each set, but the sets differ tenfold: drawn in pairs every draw
+    gives 2.0; drawing the two kinds' sets apart would give anything from 0.2 to 20."""
+    from tvm_cost.tuning.bench import pool_trials
+
+    a = _summary_with_trials({"gnn": [10.0] * 5, "xgb": [20.0] * 5}, [1])
+    b = _summary_with_trials({"gnn": [100.0] * 5, "xgb": [200.0] * 5}, [2])
+    out = pool_trials([("a", a, "gnn"), ("b", b, "gnn")], versus="xgb", resamples=300, seed=1)
+    assert out["pooled"]["median_trials"] == 55.0 and out["versus"]["median_trials"] == 110.0
+    assert out["versus"]["kind"] == "xgb" and out["versus"]["median_ci95"] == [20.0, 200.0]
+    assert out["versus"]["ratio"] == 2.0 and out["versus"]["ratio_ci95"] == [2.0, 2.0]
+    assert pool_trials([("a", a, "gnn"), ("b", b, "gnn")], resamples=300, seed=1)["pooled"] == out["pooled"]
+    never = _summary_with_trials({"gnn": [None, None], "xgb": [None, None], "fast": [4.0, 4.0]}, [3])
+    assert pool_trials([("n", never, "gnn")], versus="xgb")["versus"]["ratio"] == 1.0  # neither got there
+    assert pool_trials([("n", never, "fast")], versus="xgb")["versus"]["ratio"] == np.inf
+    with pytest.raises(TvmCostError, match="n: no runs of kind 'ranker'"):
+        pool_trials([("n", never, "gnn")], versus="ranker")
+
+
 def test_bench_pool_cli_reads_a_kind_per_summary_and_refuses_a_bad_file_in_one_line(tmp_path):
     from tvm_cost.cli import main
     from tvm_cost.tuning.bench import write_json
@@ -205,6 +224,10 @@ def test_bench_pool_cli_reads_a_kind_per_summary_and_refuses_a_bad_file_in_one_l
     pooled = json.loads(out.read_text())
     assert [s["kind"] for s in pooled["sets"]] == ["gnn", "gnn-decisions"]
     assert pooled["pooled"] == {"runs": 3, "reached": 2, "median_trials": 40.0, "median_ci95": [40.0, None]}
+    assert main(["bench", "pool", str(tmp_path / "b.json"), str(tmp_path / "b.json"), "--kind", "gnn-decisions",
+                 "--vs", "gnn", "--json", str(out)]) == 0
+    versus = json.loads(out.read_text())["versus"]
+    assert (versus["kind"], versus["median_trials"], versus["ratio"]) == ("gnn", None, None)  # never, in JSON
     (tmp_path / "bad.json").write_text("{not json")
     proc = subprocess.run([sys.executable, "-m", "tvm_cost.cli", "bench", "pool", str(tmp_path / "bad.json")],
                           capture_output=True, text=True, check=False, timeout=120)

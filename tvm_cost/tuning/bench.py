@@ -360,8 +360,8 @@ def _reach_summary(reached: Sequence[tuple[float, float]]) -> dict[str, Any]:
             "reached": f"{int(np.isfinite(trials).sum())}/{len(trials)}"}
 
 
-def pool_trials(summaries: Sequence[tuple[str, dict[str, Any], str]], *, resamples: int = 2000,
-                seed: int = 0) -> dict[str, Any]:
+def pool_trials(summaries: Sequence[tuple[str, dict[str, Any], str]], *, versus: str | None = None,
+                resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
     """Trials to the reference pooled over seed sets: `summaries` are (label, a `summarize` output as read back
     from its JSON, the kind to read). Each set keeps its own reference; a run that never reached it counts as
     infinitely many trials, so a median is finite only where more than half the runs reached it.
@@ -370,33 +370,64 @@ def pool_trials(summaries: Sequence[tuple[str, dict[str, Any], str]], *, resampl
     (`resamples` draws, seeded): the runs of one set share its reference and its machine state, so they are not
     independent, and resampling single runs would understate how far the median moves from one set to the next.
 
+    `versus` names a second kind read from the same summaries (XGBModel's, say). Its pooled median is divided by
+    the first kind's, and that ratio (how many times the trials the second kind needs) gets an interval from the
+    same draws of sets, so each draw compares the two kinds on the same sets and references (a paired bootstrap).
+
     Raises:
-        TvmCostError: A summary without per-run trials of its kind (one line naming the label and the kinds).
+        TvmCostError: A summary without per-run trials of a kind (one line naming the label and the kinds).
     """
-    sets, pooled = [], []
+    kinds: list[str | None] = [None] if versus is None else [None, versus]  # None: each summary's own kind
+    sets: list[dict[str, Any]] = []
+    pooled: dict[str | None, list[list[float]]] = {k: [] for k in kinds}
     for label, summary, kind in summaries:
-        runs = []
-        for task in summary.get("per_task", {}).values():
-            to_ref = task.get("trials_to_reference", {})
-            if kind not in to_ref:
-                raise TvmCostError(f"{label}: no runs of kind {kind!r} to the reference (it has: "
-                                   f"{', '.join(sorted(to_ref)) or 'none'})")
-            runs += [math.inf if t is None else float(t) for t in to_ref[kind]]
-        sets.append({"label": label, "kind": kind, "seeds": summary.get("seeds"), **_trials_summary(runs)})
-        pooled.append(runs)
-    out = _trials_summary([t for runs in pooled for t in runs])
-    if len(pooled) > 1:
-        out["median_ci95"] = _set_bootstrap_ci(pooled, resamples=resamples, seed=seed)
-    return {"sets": sets, "pooled": out}
+        for k in kinds:
+            runs = _runs_to_reference(label, summary, kind if k is None else k)
+            pooled[k].append(runs)
+            if k is None:
+                sets.append({"label": label, "kind": kind, "seeds": summary.get("seeds"), **_trials_summary(runs)})
+    draws = np.random.default_rng(seed).integers(len(summaries), size=(resamples, len(summaries)))
+    medians = {k: _pooled_medians(per_set, draws) for k, per_set in pooled.items()}
+    out: dict[str, Any] = {"sets": sets}
+    for k, per_set in pooled.items():
+        row = _trials_summary([t for runs in per_set for t in runs])
+        if len(summaries) > 1:
+            row["median_ci95"] = _ci95(medians[k])
+        out["pooled" if k is None else "versus"] = row if k is None else {"kind": k, **row}
+    if versus is not None:
+        out["versus"]["ratio"] = _ratio(out["versus"]["median_trials"], out["pooled"]["median_trials"])
+        if len(summaries) > 1:
+            out["versus"]["ratio_ci95"] = _ci95(_ratio(medians[versus], medians[None]))
+    return out
 
 
-def _set_bootstrap_ci(sets: Sequence[Sequence[float]], *, resamples: int, seed: int) -> list[float]:
-    """2.5 and 97.5 percentiles of the pooled median over `resamples` draws of whole sets with replacement."""
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(len(sets), size=(resamples, len(sets)))
-    medians = [np.median(np.concatenate([sets[i] for i in draw])) for draw in draws]
-    # inverted_cdf picks observed medians: no interpolation towards an infinite one
-    return [float(q) for q in np.quantile(medians, [0.025, 0.975], method="inverted_cdf")]
+def _runs_to_reference(label: str, summary: dict[str, Any], kind: str) -> list[float]:
+    runs = []
+    for task in summary.get("per_task", {}).values():
+        to_ref = task.get("trials_to_reference", {})
+        if kind not in to_ref:
+            raise TvmCostError(f"{label}: no runs of kind {kind!r} to the reference (it has: "
+                               f"{', '.join(sorted(to_ref)) or 'none'})")
+        runs += [math.inf if t is None else float(t) for t in to_ref[kind]]
+    return runs
+
+
+def _pooled_medians(sets: Sequence[Sequence[float]], draws: np.ndarray) -> np.ndarray:
+    """The pooled median of each draw (a row of set indices, drawn with replacement)."""
+    return np.array([np.median(np.concatenate([sets[i] for i in draw])) for draw in draws])
+
+
+def _ci95(values: np.ndarray) -> list[float]:
+    # inverted_cdf picks observed values: no interpolation towards an infinite one
+    return [float(q) for q in np.quantile(values, [0.025, 0.975], method="inverted_cdf")]
+
+
+def _ratio(num: Any, den: Any) -> Any:
+    """num / den for trials, where never (inf) over never counts as 1: neither kind got there."""
+    num, den = np.asarray(num, float), np.asarray(den, float)
+    with np.errstate(invalid="ignore"):
+        ratio = np.where(np.isinf(num) & np.isinf(den), 1.0, num / den)
+    return float(ratio) if ratio.ndim == 0 else ratio
 
 
 def _trials_summary(trials: Sequence[float]) -> dict[str, Any]:
