@@ -230,6 +230,10 @@ def _trials_text(trials: float | None) -> str:
     return "-" if trials is None else "never" if trials == float("inf") else f"{trials:g}"
 
 
+def _times_text(ratio: float) -> str:
+    return "unbounded" if ratio == float("inf") else f"{ratio:.2f}x"
+
+
 def _bench_pool(args: argparse.Namespace) -> None:
     from rich.table import Table
 
@@ -264,8 +268,8 @@ def _bench_pool(args: argparse.Namespace) -> None:
     if args.vs:
         vs = pooled["versus"]
         ci = vs.get("ratio_ci95")
-        console.print(f"{args.vs} needs {vs['ratio']:.2f}x the trials of the kinds above"
-                      + ("" if ci is None else f" (95 % interval {ci[0]:.2f}x to {ci[1]:.2f}x, the same sets drawn "
-                                               "for both)"))
+        console.print(f"pooled median trials, {args.vs} / the kinds above: {_times_text(vs['ratio'])}"
+                      + ("" if ci is None else f" (95 % interval {_times_text(ci[0])} to {_times_text(ci[1])}, "
+                                               "each draw of sets serving both)"))
     if args.json:
         write_json(args.json, {**pooled, "command": " ".join(sys.argv)})
