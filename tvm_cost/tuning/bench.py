@@ -386,8 +386,10 @@ def pool_trials(summaries: Sequence[tuple[str, dict[str, Any], str]], *, versus:
             pooled[k].append(runs)
             if k is None:
                 sets.append({"label": label, "kind": kind, "seeds": summary.get("seeds"), **_trials_summary(runs)})
-    draws = np.random.default_rng(seed).integers(len(summaries), size=(resamples, len(summaries)))
-    medians = {k: _pooled_medians(per_set, draws) for k, per_set in pooled.items()}
+    medians = {}  # each kind's pooled median per draw of sets; one set has nothing to resample
+    if len(summaries) > 1:
+        draws = np.random.default_rng(seed).integers(len(summaries), size=(resamples, len(summaries)))
+        medians = {k: _pooled_medians(per_set, draws) for k, per_set in pooled.items()}
     out: dict[str, Any] = {"sets": sets}
     for k, per_set in pooled.items():
         row = _trials_summary([t for runs in per_set for t in runs])
