@@ -148,7 +148,6 @@ def _summarize_runs(runs: list[Any], budgets: list[int], out: Path, console: Any
 
 
 def _bench_summarize(args: argparse.Namespace) -> None:
-
     from tvm_cost.errors import TvmCostError
     from tvm_cost.tuning.bench import RunStore
 

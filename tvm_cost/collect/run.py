@@ -183,8 +183,8 @@ def run_collect(
                                   rpc_key=rpc_key, rpc_workers=rpc_workers)
     store = RecordStore(out_dir).open() if measure else None
     run_entry: dict[str, Any] = {"start": manifest.now_iso(), "command": command or manifest.command_line(),
-                 "cpu_model": manifest.cpu_model(),
-                 "models": sorted({m for t in tasks for m in t.weights})}
+                                 "cpu_model": manifest.cpu_model(),
+                                 "models": sorted({m for t in tasks for m in t.weights})}
     summary: dict[str, Any] = {}
     try:
         if store is not None:

@@ -386,20 +386,19 @@ def pool_trials(summaries: Sequence[tuple[str, dict[str, Any], str]], *, versus:
             pooled[k].append(runs)
             if k is None:
                 sets.append({"label": label, "kind": kind, "seeds": summary.get("seeds"), **_trials_summary(runs)})
+    rows = {k: _trials_summary([t for runs in per_set for t in runs]) for k, per_set in pooled.items()}
     medians = {}  # each kind's pooled median per draw of sets; one set has nothing to resample
     if len(summaries) > 1:
         draws = np.random.default_rng(seed).integers(len(summaries), size=(resamples, len(summaries)))
         medians = {k: _pooled_medians(per_set, draws) for k, per_set in pooled.items()}
-    out: dict[str, Any] = {"sets": sets}
-    for k, per_set in pooled.items():
-        row = _trials_summary([t for runs in per_set for t in runs])
-        if len(summaries) > 1:
+        for k, row in rows.items():
             row["median_ci95"] = _ci95(medians[k])
-        out["pooled" if k is None else "versus"] = row if k is None else {"kind": k, **row}
+    out: dict[str, Any] = {"sets": sets, "pooled": rows[None]}
     if versus is not None:
-        out["versus"]["ratio"] = _ratio(out["versus"]["median_trials"], out["pooled"]["median_trials"])
-        if len(summaries) > 1:
-            out["versus"]["ratio_ci95"] = _ci95(_ratio(medians[versus], medians[None]))
+        vs = out["versus"] = {"kind": versus, **rows[versus],
+                              "ratio": _ratio(rows[versus]["median_trials"], rows[None]["median_trials"])}
+        if medians:
+            vs["ratio_ci95"] = _ci95(_ratio(medians[versus], medians[None]))
     return out
 
 
