@@ -36,7 +36,8 @@ def conv2d_model() -> tvm.IRModule:
     @I.ir_module
     class Conv:
         @R.function
-        def main(x: R.Tensor((1, 32, 28, 28), "float32"), w: R.Tensor((32, 32, 3, 3), "float32")):
+        def main(x: R.Tensor((1, 32, 28, 28), "float32"),  # type: ignore[valid-type]  # TVMScript types
+                 w: R.Tensor((32, 32, 3, 3), "float32")):  # type: ignore[valid-type]
             with R.dataflow():
                 y = R.nn.conv2d(x, w, padding=1)
                 z = R.nn.relu(y)
@@ -50,7 +51,8 @@ def dense_model() -> tvm.IRModule:
     @I.ir_module
     class Dense:
         @R.function
-        def main(x: R.Tensor((16, 512), "float32"), w: R.Tensor((512, 512), "float32")):
+        def main(x: R.Tensor((16, 512), "float32"),  # type: ignore[valid-type]  # TVMScript types
+                 w: R.Tensor((512, 512), "float32")):  # type: ignore[valid-type]
             with R.dataflow():
                 y = R.matmul(x, w)
                 z = R.nn.relu(y)

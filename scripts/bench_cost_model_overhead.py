@@ -80,7 +80,7 @@ def resampled(mod: Any, measured: list[Any], count: int) -> list[Any]:
 
 
 def in_tune_seconds(mod: Any, target: Any, models: dict[str, Any], *, trials: int, seed: int = 0,
-                    record: str | None = None) -> tuple[dict[str, dict[str, float]], list[tuple[Any, list, Any]]]:
+                    record: str | None = None) -> tuple[dict[str, dict[str, Any]], list[tuple[Any, list, Any]]]:
     """Seconds spent in each model's predict() and update() during one DummyRunner tune of `mod` per model, and
     the calls (context, candidates, results or None for a predict) that the tune of the model `record` made."""
     import tempfile
@@ -119,7 +119,8 @@ def in_tune_seconds(mod: Any, target: Any, models: dict[str, Any], *, trials: in
             self.seconds["candidates_scored"] += len(candidates)
             return out
 
-    spent, calls = {}, []
+    spent: dict[str, dict[str, Any]] = {}
+    calls: list[tuple[Any, list, Any]] = []
     for name, model in models.items():
         timed = Timed(model, calls if name == record else None)
         with tempfile.TemporaryDirectory() as work_dir:
@@ -137,11 +138,11 @@ def rotated(names: list[str], i: int) -> list[str]:
     return names[i % len(names):] + names[:i % len(names)]
 
 
-def replayed_seconds(models: dict[str, Any], calls: list[tuple[Any, list, Any]]) -> dict[str, dict[str, float]]:
+def replayed_seconds(models: dict[str, Any], calls: list[tuple[Any, list, Any]]) -> dict[str, dict[str, Any]]:
     """Seconds each model spends in predict() and update() when given the same recorded stream of `calls`.
 
     Call by call, every model in turn (`rotated`)."""
-    spent = {name: {"predict_s": 0.0, "update_s": 0.0} for name in models}
+    spent: dict[str, dict[str, Any]] = {name: {"predict_s": 0.0, "update_s": 0.0} for name in models}
     names = list(models)
     for i, (context, candidates, results) in enumerate(calls):
         for name in rotated(names, i):

@@ -16,9 +16,10 @@ import json
 import logging
 import statistics
 import time
+from typing import Any
 
 
-def _workload(name: str):  # type: ignore[no-untyped-def]
+def _workload(name: str) -> Any:
     import tvm
     from tvm import te
 
@@ -43,7 +44,7 @@ def _workload(name: str):  # type: ignore[no-untyped-def]
     raise ValueError(f"unknown workload {name!r}; choose conv2d or matmul")
 
 
-def _context(func, target, rules: str):  # type: ignore[no-untyped-def]
+def _context(func: Any, target: Any, rules: str) -> Any:
     """A TuneContext with a space generator and ReplayTrace, without importing tensor intrinsics (20-35 s)."""
     import tvm
     from tvm.s_tir import meta_schedule as ms

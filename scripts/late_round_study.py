@@ -80,7 +80,7 @@ def main() -> None:
             latency.setdefault(run.kind, []).append(lat)
             group.setdefault(run.kind, []).append(grp)
             spread.setdefault(run.kind, []).append(float(lat.max() / lat.min()))
-        result = {}
+        result: dict[str, Any] = {}
         for kind, by_model in scores.items():
             lat, grp = np.concatenate(latency[kind]), np.concatenate(group[kind])
             result[kind] = {"runs": len(latency[kind]), "max_over_min_median": float(np.median(spread[kind])),

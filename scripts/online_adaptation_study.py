@@ -111,6 +111,7 @@ def main() -> None:
         from tvm_cost.tuning.ranker_model import trace_checkpoint
 
         for features, path in (("rows", args.ranker), ("trace", trace_checkpoint(args.ranker))):
+            assert path is not None  # args.ranker is a path here, and so is its trace booster
             booster, info = load_ranker(path, features)
             if not set(held) <= set(info["extra"].get("excluded_families", [])):
                 parser.error(f"the ranker {path} was trained on some of {held}")
