@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -302,6 +303,9 @@ def test_gnn_kinds_take_the_given_checkpoint(tmp_path):
     fast = cost_model_for("gnn-screened-fast", target={"kind": "llvm", "num-cores": 1}, seed=1, checkpoint=weights)
     assert fast.model.describe()["source"] == str(weights) and fast.screen.feature_set == "trace"
     assert (fast.model.config.update_steps, fast.model.config.lr, fast.model.config.seed) == (2, 2e-3, 1)
+    sharp = cost_model_for("gnn-sharp", target={"kind": "llvm", "num-cores": 1}, seed=0, checkpoint=weights)
+    assert sharp.describe()["source"] == str(weights) and sharp.config.temperature == 0.25
+    assert sharp.config == dataclasses.replace(gnn.config, temperature=0.25)
 
 
 def test_only_gnn_explore_changes_the_search():

@@ -30,7 +30,7 @@ from tvm_cost.errors import TvmCostError
 BENCH_KINDS: tuple[str, ...] = ("xgb", "xgb-warm16", "gnn", "ensemble", "ensemble-warm16", "ensemble-xgb2",
                                 "gnn-adapt", "ensemble-adapt", "gnn-explore", "ensemble-acc", "gnn-top",
                                 "ensemble-handoff", "ranker", "gnn+ranker", "ranker-trace", "ranker-screened",
-                                "gnn-screened", "gnn-top-screened", "gnn-screened-fast", "random")
+                                "gnn-screened", "gnn-top-screened", "gnn-screened-fast", "gnn-sharp", "random")
 ADAPT: dict[str, Any] = {"update_steps": 32, "lr": 1e-3}
 """Online fine-tuning of the "-adapt" kinds: 4x the steps at 2x the learning rate of the defaults of their time
 (8 steps at 5e-4), to test whether a GNN that stalls after its first candidates learns the task faster."""
@@ -42,6 +42,10 @@ FAST: dict[str, Any] = {"update_steps": 2, "lr": 2e-3}
 """Online fine-tuning of "gnn-screened-fast": a quarter of the steps at 4x the learning rate of the defaults
 before run twenty-seven, which benched it side by side with "gnn-screened" and then made it the default
 (`GNNCostModelConfig`); kept so that run's records summarize under their name."""
+SHARP: dict[str, Any] = {"temperature": 0.25}
+"""Scores of "gnn-sharp": predicted throughput to the 4th power. Evolutionary search draws the parents it mutates
+in proportion to the scores, so this is "gnn" with 4x the selection pressure (XGBModel's, and "gnn"'s, is plain
+predicted throughput), to test whether a GNN that ranks well early gains from exploiting its ranking harder."""
 REFERENCE_KINDS: tuple[str, ...] = ("xgb", "xgb-warm16")
 EPS_GREEDY: dict[str, float] = {"gnn-explore": 0.25}
 """Share of each round's measured candidates that evolutionary search draws at random, where a kind differs from
@@ -88,7 +92,8 @@ def cost_model_for(kind: str, *, target: Any, seed: int, checkpoint: str | Path 
     each member by how well it ranked the last rounds (`EnsembleCostModel`'s ``weighting="accuracy"``); "gnn-top"
     is "gnn" fine-tuned with `TOP`; "ensemble-handoff" is "ensemble-warm16" handing off from the GNN to XGBModel
     between 32 and 96 measurements (``weighting="handoff"``); "gnn-top-screened" is "gnn-screened" with the GNN
-    fine-tuned as in "gnn-top", "gnn-screened-fast" with it fine-tuned in fewer steps (`FAST`); "ranker",
+    fine-tuned as in "gnn-top", "gnn-screened-fast" with it fine-tuned in fewer steps (`FAST`); "gnn-sharp" is
+    "gnn" with sharper scores (`SHARP`); "ranker",
     "gnn+ranker", "ranker-trace", "ranker-screened" and "gnn-screened" are `make_cost_model`'s, with the booster
     `ranker`."""
     from tvm_cost.tuning.config import GNNCostModelConfig
@@ -98,11 +103,11 @@ def cost_model_for(kind: str, *, target: Any, seed: int, checkpoint: str | Path 
 
     if kind == "xgb-warm16":
         return make_xgb(num_warmup_samples=XGB_WARMUP)
-    finetuned = {"gnn-top": ("gnn", TOP), "gnn-top-screened": ("gnn-screened", TOP),
-                 "gnn-screened-fast": ("gnn-screened", FAST), "gnn-adapt": ("gnn", ADAPT),
-                 "ensemble-adapt": ("ensemble", ADAPT)}
-    if kind in finetuned:
-        shipped, settings = finetuned[kind]
+    configured = {"gnn-top": ("gnn", TOP), "gnn-top-screened": ("gnn-screened", TOP),
+                  "gnn-screened-fast": ("gnn-screened", FAST), "gnn-adapt": ("gnn", ADAPT),
+                  "ensemble-adapt": ("ensemble", ADAPT), "gnn-sharp": ("gnn", SHARP)}
+    if kind in configured:
+        shipped, settings = configured[kind]
         return make_cost_model(shipped, target=target, seed=seed, checkpoint=checkpoint,
                                ranker=ranker, gnn_config=GNNCostModelConfig(seed=seed, **settings))
     if kind in ("ensemble", "ensemble-xgb2", "ensemble-acc", "ensemble-handoff"):
