@@ -141,8 +141,8 @@ def kernel_key(module: tvm.IRModule, source: str, target: tvm.target.Target) -> 
     return (source, str(tvm_ffi.structural_hash(module)), str(target))
 
 
-def feature_context(mod: tvm.IRModule, target: tvm.target.Target) -> ms.TuneContext:
-    """A TuneContext for feature extraction only.
+def feature_context(mod: tvm.IRModule, target: tvm.target.Target, *, num_threads: int = 1) -> ms.TuneContext:
+    """A TuneContext for feature extraction only (`num_threads`: the extractor's threads).
 
     `ms.TuneContext.__init__` imports `tvm.s_tir.tensor_intrin` first, which costs 20-35 s on this machine and is
     only needed by schedule rules that tensorize; the extractor never uses them, so call the FFI constructor
@@ -153,7 +153,7 @@ def feature_context(mod: tvm.IRModule, target: tvm.target.Target) -> ms.TuneCont
 
     context = ms.TuneContext.__new__(ms.TuneContext)
     context.__init_handle_by_constructor__(
-        _ffi_api.TuneContext, mod, target, None, None, "tvm-cost-features", 1, -1,
+        _ffi_api.TuneContext, mod, target, None, None, "tvm-cost-features", num_threads, -1,
         get_logging_func(get_logger(__name__)))
     return context
 

@@ -17,9 +17,10 @@ ranker screening the rows one or the GNN) and the GNN with the ranker vs TVM's `
 
 Both models start as a tune would: `XGBModel` already holds the measured records of every other task of the data
 folder (TVM retrains its booster on all of them in `update`), `GNNCostModel` loads its shipped checkpoint. One
-thread each (torch intra-op, xgboost ``nthread``). The per-call timings start each repeat with an empty graph
-cache (cold), so they are what one call costs on candidates never seen; each repeat times the models in another
-order.
+thread each (torch intra-op, xgboost ``nthread``, the extractor's), or N with ``--threads N`` (the extractor runs
+PerStoreFeature on N threads for every model; the GNN's Python-side featurization runs beside it). The per-call
+timings start each repeat with an empty graph cache (cold), so they are what one call costs on candidates never
+seen; each repeat times the models in another order.
 
     python scripts/bench_cost_model_overhead.py --data /tmp/kdata/llvm-1core --candidates 2048 --repeat 3 \
         --tune-trials 64
@@ -28,6 +29,7 @@ order.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import logging
 import statistics
@@ -80,7 +82,8 @@ def resampled(mod: Any, measured: list[Any], count: int) -> list[Any]:
 
 
 def in_tune_seconds(mod: Any, target: Any, models: dict[str, Any], *, trials: int, seed: int = 0,
-                    record: str | None = None) -> tuple[dict[str, dict[str, Any]], list[tuple[Any, list, Any]]]:
+                    record: str | None = None,
+                    threads: int = 1) -> tuple[dict[str, dict[str, Any]], list[tuple[Any, list, Any]]]:
     """Seconds spent in each model's predict() and update() during one DummyRunner tune of `mod` per model, and
     the calls (context, candidates, results or None for a predict) that the tune of the model `record` made."""
     import tempfile
@@ -126,6 +129,7 @@ def in_tune_seconds(mod: Any, target: Any, models: dict[str, Any], *, trials: in
         with tempfile.TemporaryDirectory() as work_dir:
             ms.tune_tir(mod, target=target, work_dir=work_dir, max_trials_global=trials, num_trials_per_iter=16,
                         builder=DummyBuilder(), runner=DummyRunner(), cost_model=timed, seed=seed,
+                        num_tuning_cores=threads,
                         strategy=ms.search_strategy.EvolutionarySearch(),
                         measure_callbacks=[ms.measure_callback.AddToDatabase(), ms.measure_callback.UpdateCostModel()])
         spent[name] = dict(timed.seconds)
@@ -160,11 +164,11 @@ OURS = ("gnn", "ranker", "ranker-trace", "ranker-screened", "gnn+ranker", "gnn-s
 """The project's cost models timed against XGBModel."""
 
 
-def ours(target: Any) -> dict[str, Any]:
-    """`OURS` as `make_cost_model` builds them (shipped weights), the GNN with one torch thread."""
+def ours(target: Any, threads: int) -> dict[str, Any]:
+    """`OURS` as `make_cost_model` builds them (shipped weights), the GNN with `threads` torch threads."""
     from tvm_cost.tuning import GNNCostModelConfig, make_cost_model
 
-    return {k: make_cost_model(k, target=target, gnn_config=GNNCostModelConfig(num_threads=1)) for k in OURS}
+    return {k: make_cost_model(k, target=target, gnn_config=GNNCostModelConfig(num_threads=threads)) for k in OURS}
 
 
 def featurized(model: Any) -> list[Any]:
@@ -198,6 +202,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--tune-trials", type=int, default=0,
                         help="also time both models inside a DummyRunner tune of this many trials")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="threads of every model: feature extraction (the tune context's), xgboost, torch")
     parser.add_argument("--json", help="write the timings as JSON")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -211,9 +217,9 @@ def main() -> None:
     from tvm_cost.tuning.offline import load_kernel_dataset
     from tvm_cost.tuning.xgb import seed_xgb
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     mod, target, measured, results, shash = task_candidates(args.data, args.task_name)
-    context = feature_context(mod, target)
+    context = feature_context(mod, target, num_threads=args.threads)
     candidates = resampled(mod, measured, args.candidates)
     ds = load_kernel_dataset(args.data)
     groups: dict[str, tuple[list[np.ndarray], list[float]]] = {}
@@ -223,12 +229,14 @@ def main() -> None:
             rows.append(d.x[:, :NUM_STORE_FEATURES].numpy())
             costs.append(d.latency_ms * 1e-3)
     other_tasks = {k: (r, np.asarray(c)) for k, (r, c) in groups.items()}
-    xgb, xgb_retrain = make_xgb(num_threads=1), make_xgb(num_threads=1)
+    del ds, groups  # a tune holds no dataset: its millions of objects made each full garbage collection take
+    gc.collect()    # ~0.3 s, charged to whichever timed call it fell in
+    xgb, xgb_retrain = make_xgb(num_threads=args.threads), make_xgb(num_threads=args.threads)
     seeded = seed_xgb(xgb, other_tasks)
     seed_xgb(xgb_retrain, other_tasks)
     # TVM retrains only once its data grew by a fifth since the last training; this one retrains every update
     xgb_retrain._inst.adaptive_training = False  # noqa: SLF001
-    models = {**ours(target), "xgb": xgb, "xgb-retrain": xgb_retrain}
+    models = {**ours(target, args.threads), "xgb": xgb, "xgb-retrain": xgb_retrain}
     gnn = models["gnn"]
     timings: dict[str, dict[str, list[float]]] = {name: {"predict_s": [], "update_s": []} for name in models}
     timed = [*OURS, "xgb"]  # xgb-retrain predicts exactly like xgb
@@ -250,7 +258,8 @@ def main() -> None:
               for n, t in timings.items()}
     report = {"task": shash, "task_name": json.load(open(f"{args.data}/tasks.json")).get(shash, {}).get("task_name"),
               "candidates": len(candidates), "update_batch": len(measured), "xgb_seeded_with": seeded,
-              "gnn_source": gnn.describe()["source"], "repeat": args.repeat, "timings_s": timings,
+              "gnn_source": gnn.describe()["source"], "repeat": args.repeat, "threads": args.threads,
+              "timings_s": timings,
               "median_s": median, "ratio_gnn_over_xgb": {k: median["gnn"][k] / median["xgb"][k]
                                                          for k in ("predict_s", "update_s")},
               "ratio_over_xgb": {n: {k: median[n][k] / median["xgb"][k] for k in ("predict_s", "update_s")}
@@ -267,10 +276,11 @@ def main() -> None:
     for name, r in report["ratio_over_xgb"].items():
         print(f"{name + '/xgb':22}{r['predict_s']:>13.2f}x{r['update_s']:>13.2f}x")
     if args.tune_trials:
-        fresh_xgb = make_xgb(num_threads=1)
+        fresh_xgb = make_xgb(num_threads=args.threads)
         seed_xgb(fresh_xgb, other_tasks)
-        in_tune = {**ours(target), "xgb": fresh_xgb}
-        tune, calls = in_tune_seconds(mod, target, in_tune, trials=args.tune_trials, record="xgb")
+        in_tune = {**ours(target, args.threads), "xgb": fresh_xgb}
+        tune, calls = in_tune_seconds(mod, target, in_tune, trials=args.tune_trials, record="xgb",
+                                       threads=args.threads)
         for name in OURS:
             featurizer = featurized(in_tune[name])[0].featurizer  # the members share it
             tune[name]["graph_cache"] = {"hits": featurizer.hits, "misses": featurizer.misses}
@@ -284,9 +294,9 @@ def main() -> None:
         for name, r in report["in_tune"]["ratio_over_xgb"].items():
             print(f"{name + '/xgb':22}{r['predict_s']:>13.2f}x{r['update_s']:>13.2f}x   "
                   f"graph cache {tune[name]['graph_cache']}")
-        replay_xgb = make_xgb(num_threads=1)
+        replay_xgb = make_xgb(num_threads=args.threads)
         seed_xgb(replay_xgb, other_tasks)
-        replay_models = {**ours(target), "xgb": replay_xgb}
+        replay_models = {**ours(target, args.threads), "xgb": replay_xgb}
         replay = replayed_seconds(replay_models, calls)
         for name in OURS:
             featurizer = featurized(replay_models[name])[0].featurizer

@@ -13,8 +13,8 @@ from tvm.s_tir import Schedule
 from tvm.s_tir import meta_schedule as ms
 
 from relay_passes.schedule import feature_context
-from tvm_cost.features.program_graph import candidate_stores, program_graph, program_graphs, to_pyg_batch, \
-    workload_globals
+from tvm_cost.features.program_graph import candidate_stores, extract_beside, program_graph, program_graphs, \
+    scheduled_stores, to_pyg_batch, workload_globals
 from tvm_cost.features.program_schema import EDGE_TYPES, NODE_OWN, PROGRAM_SCHEMA, PSF_COLUMNS
 from tvm_cost.features.program_walk import lower_for_features, store_nodes
 from tvm_cost.features.trace_decisions import DECISION_COLUMNS, RAW_COLUMNS, RAW_DECISIONS, decision_features, \
@@ -280,6 +280,45 @@ def test_program_graphs_extracts_rows_and_globals_itself():
     assert u[0, PROGRAM_SCHEMA.globals.index("log_flops")] == pytest.approx(math.log1p(2 * 32 ** 3))
     # target taken from the context when no spec is given
     np.testing.assert_array_equal(program_graphs(context, cands[:1])[0]["u"], u)
+
+
+def test_extraction_runs_beside_the_python_side(monkeypatch):
+    """The extractor runs on a worker thread while the caller's work runs; both results come back, in order."""
+    import threading
+
+    from tvm_cost.features import program_graph as pg
+
+    context, cands = sampled(matmul(32), LLVM, 3)
+    threads: dict[str, int] = {}
+    real = pg.store_feature_rows
+
+    def spy(ctx, cs):
+        threads["extract"] = threading.get_ident()
+        return real(ctx, cs)
+
+    monkeypatch.setattr(pg, "store_feature_rows", spy)
+    rows, walked = extract_beside(context, cands, lambda: scheduled_stores(context, cands))
+    assert threads["extract"] != threading.get_ident()
+    for got, want, cand, nodes in zip(rows, real(context, cands), cands, walked, strict=True):
+        np.testing.assert_array_equal(got, want)
+        assert [n.name for n in nodes] == [n.name for n in store_nodes(cand.sch.mod, is_gpu=False)]
+    # the caller's walk is what program_graphs would have walked itself
+    for a, b in zip(program_graphs(context, cands, store_features=rows, walked=walked),
+                    program_graphs(context, cands, store_features=rows), strict=True):
+        for key in a:
+            np.testing.assert_array_equal(a[key], b[key])
+
+
+def test_errors_beside_the_extraction_propagate():
+    context, cands = sampled(matmul(32), LLVM, 2)
+
+    def fails() -> None:
+        raise ValueError("python side broke")
+
+    with pytest.raises(ValueError, match="python side broke"):
+        extract_beside(context, cands, fails)
+    with pytest.raises(TypeError, match="Mismatched type"):  # the worker's error, raised here
+        extract_beside(context, [object()], lambda: None)
 
 
 def test_mismatched_rows_fall_back_to_a_chain(caplog):

@@ -143,7 +143,7 @@ def process_task(task: _RawTask, *, target_spec: Any, batch_size: int = 64) -> d
     from tvm.s_tir.schedule import Trace
 
     from relay_passes.schedule import feature_context
-    from tvm_cost.features.program_graph import program_graphs, store_feature_rows, workload_globals
+    from tvm_cost.features.program_graph import program_graphs, workload_globals
 
     mod = ms.database.Workload.from_json([task.shash, task.workload]).mod
     target = tvm.target.Target(task.target)
@@ -167,9 +167,7 @@ def process_task(task: _RawTask, *, target_spec: Any, batch_size: int = 64) -> d
             cands.append(ms.MeasureCandidate(sch, ms.arg_info.ArgInfo.from_prim_func(sch.mod["main"])))
         if not cands:
             continue
-        rows = store_feature_rows(context, cands)
-        for (i, ms_value), g in zip(kept, program_graphs(context, cands, target_spec=spec, store_features=rows, u=u),
-                                    strict=True):
+        for (i, ms_value), g in zip(kept, program_graphs(context, cands, target_spec=spec, u=u), strict=True):
             if g["x"].shape[0] == 0:
                 no_store += 1
                 continue

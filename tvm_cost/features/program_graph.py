@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -44,6 +45,7 @@ NUM_NODE_FEATURES = len(PROGRAM_SCHEMA.node)
 NUM_EDGE_FEATURES = len(PROGRAM_SCHEMA.edge)
 NUM_GLOBAL_FEATURES = len(PROGRAM_SCHEMA.globals)
 _DATAFLOW, _NEST, _SEQ = range(3)
+T = TypeVar("T")
 
 
 def _log(x: float) -> float:
@@ -137,15 +139,17 @@ def program_graph(nodes: list[StoreNode] | None, rows: np.ndarray, u: np.ndarray
     return {"x": x, "edge_index": edge_index, "edge_attr": edge_attr, "u": u}
 
 
-def candidate_stores(mod: tvm.IRModule, num_rows: int, *, is_gpu: bool) -> list[StoreNode] | None:
+def candidate_stores(mod: tvm.IRModule, num_rows: int, *, is_gpu: bool,
+                     walked: list[StoreNode] | None = None) -> list[StoreNode] | None:
     """The stores of a scheduled module matched to its `num_rows` feature rows, or None when no walk agrees.
 
     Tried in order until the count of stores equals the extractor's: the walk of the scheduled TIR as it is
-    (emulating the lowering; ~0.5 ms), the walk after the simplifier and `LowerCrossThreadReduction` (on GPUs,
-    whether a reduction bound to threads gets lowered depends on an affine-binding check the walk does not
-    repeat; a few ms), the walk after the extractor's whole pass list (as slow as the extractor).
+    (emulating the lowering; ~0.1 ms; `walked` when the caller has it, see `scheduled_stores`), the walk after
+    the simplifier and `LowerCrossThreadReduction` (on GPUs, whether a reduction bound to threads gets lowered
+    depends on an affine-binding check the walk does not repeat; a few ms), the walk after the extractor's whole
+    pass list (as slow as the extractor).
     """
-    nodes = store_nodes(mod, is_gpu=is_gpu)
+    nodes = store_nodes(mod, is_gpu=is_gpu) if walked is None else walked
     if len(nodes) == num_rows:
         return nodes
     for full in (False, True):
@@ -157,12 +161,38 @@ def candidate_stores(mod: tvm.IRModule, num_rows: int, *, is_gpu: bool) -> list[
     return None
 
 
+def is_gpu_context(context: ms.TuneContext) -> bool:
+    """Whether the context's target is a GPU (its stores are walked as the GPU lowering leaves them)."""
+    return "gpu" in [str(k) for k in context.target.keys]
+
+
+def scheduled_stores(context: ms.TuneContext, candidates: Sequence[ms.MeasureCandidate]) -> list[list[StoreNode]]:
+    """The walk of each candidate's scheduled TIR as it is: `candidate_stores`' first try, which needs no feature
+    rows and so can run while the extractor does (`extract_beside`)."""
+    is_gpu = is_gpu_context(context)
+    return [store_nodes(c.sch.mod, is_gpu=is_gpu) for c in candidates]
+
+
 def store_feature_rows(context: ms.TuneContext, candidates: list[ms.MeasureCandidate]) -> list[np.ndarray]:
     """`PerStoreFeature(extract_workload=False)` rows of each candidate, float32 [stores, 164]."""
     from tvm.s_tir import meta_schedule as ms
 
     extractor = ms.feature_extractor.PerStoreFeature(extract_workload=False)
     return [t.numpy().astype(np.float32, copy=False) for t in extractor.extract_from(context, candidates)]
+
+
+def extract_beside(context: ms.TuneContext, candidates: list[ms.MeasureCandidate],
+                   work: Callable[[], T]) -> tuple[list[np.ndarray], T]:
+    """`store_feature_rows` of `candidates`, extracted on a worker thread while `work()` runs on this one.
+
+    The extractor is C++ that releases the GIL (on the context's `num_threads`); the Python side of a program
+    graph (the walk, the trace's decisions: ~0.2 ms a candidate, an eighth of the extraction on one thread) runs
+    beside it instead of after it, so a machine with a core to spare hides them. Errors of either side propagate.
+    """
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tvm-cost-extract") as pool:
+        rows = pool.submit(store_feature_rows, context, candidates)
+        done = work()
+        return rows.result(), done
 
 
 def program_graphs(
@@ -172,6 +202,7 @@ def program_graphs(
     target_spec: str | dict | ResolvedTarget | None = None,
     store_features: list[np.ndarray] | None = None,
     u: np.ndarray | None = None,
+    walked: list[list[StoreNode]] | None = None,
 ) -> list[dict[str, np.ndarray]]:
     """Build one program graph per candidate of a task.
 
@@ -182,19 +213,23 @@ def program_graphs(
         store_features: `PerStoreFeature(extract_workload=False)` rows per candidate when the caller has them;
             extracted here otherwise.
         u: The task's `workload_globals` when the caller caches them; computed here otherwise.
+        walked: `scheduled_stores` of the candidates when the caller has them; walked here otherwise (beside the
+            extraction when `store_features` is None).
 
     Returns:
         Per candidate a dict of `x`, `edge_index`, `edge_attr`, `u` (see `program_graph` for shapes).
     """
     if store_features is None:
-        store_features = store_feature_rows(context, candidates)
+        store_features, walked = extract_beside(
+            context, candidates, lambda: scheduled_stores(context, candidates) if walked is None else walked)
     if u is None:
         spec = target_spec if target_spec is not None else dict(context.target.export())
         u = workload_globals(context.mod, target_spec=spec)
-    is_gpu = "gpu" in [str(k) for k in context.target.keys]
+    is_gpu = is_gpu_context(context)
     graphs = []
-    for candidate, rows in zip(candidates, store_features, strict=True):
-        nodes = candidate_stores(candidate.sch.mod, rows.shape[0], is_gpu=is_gpu)
+    for i, (candidate, rows) in enumerate(zip(candidates, store_features, strict=True)):
+        nodes = candidate_stores(candidate.sch.mod, rows.shape[0], is_gpu=is_gpu,
+                                 walked=None if walked is None else walked[i])
         graphs.append(program_graph(nodes, np.asarray(rows, np.float32), u))
     return graphs
 

@@ -104,14 +104,20 @@ class CandidateFeaturizer:
         return {str(k): v for k, v in context.target.export().items()}
 
     def _extract(self, context: Any, candidates: list[Any], spec: Any, u: np.ndarray) -> list[Graph]:
-        from tvm_cost.features.program_graph import program_graphs, store_feature_rows
+        """Graphs of `candidates`; their Python side (the walk, the trace's decisions) runs beside PerStoreFeature."""
+        from tvm_cost.features.program_graph import extract_beside, program_graphs, scheduled_stores
 
+        def python_side() -> tuple[list[Any] | None, list[np.ndarray]]:
+            walked = scheduled_stores(context, candidates) if self.walk else None
+            return walked, [candidate_globals(u, trace_json(c.sch.trace)) for c in candidates]
+
+        rows, (walked, globals_) = extract_beside(context, candidates, python_side)
         if self.walk:
-            graphs = program_graphs(context, candidates, target_spec=spec, u=u)
+            graphs = program_graphs(context, candidates, target_spec=spec, store_features=rows, u=u, walked=walked)
         else:
-            graphs = [{"x": rows} for rows in store_feature_rows(context, candidates)]
-        for g, c in zip(graphs, candidates, strict=True):
-            g["u"] = candidate_globals(u, trace_json(c.sch.trace))
+            graphs = [{"x": r} for r in rows]
+        for g, cu in zip(graphs, globals_, strict=True):
+            g["u"] = cu
         return graphs
 
 
