@@ -230,7 +230,10 @@ def _trials_text(trials: float | None) -> str:
 
 
 def _times_text(ratio: float) -> str:
-    return "unbounded" if ratio == float("inf") else f"{ratio:.2f}x"
+    """A ratio of pooled medians: infinite where only the second kind never got there, 0 where only the first."""
+    if ratio == float("inf"):
+        return "unbounded"
+    return "0x (the kinds above never got there)" if ratio == 0 else f"{ratio:.2f}x"
 
 
 def _bench_pool(args: argparse.Namespace) -> None:

@@ -22,7 +22,7 @@ def dense_module(n: int = 32) -> Any:
         @I.ir_module
         class Dense32:
             @R.function
-            def main(x: R.Tensor((1, 32), "float32"), w: R.Tensor((32, 32), "float32")):
+            def main(x: R.Tensor((1, 32), "float32"), w: R.Tensor((32, 32), "float32")):  # type: ignore[valid-type]
                 with R.dataflow():
                     z = R.nn.relu(R.matmul(x, w))
                     R.output(z)
@@ -33,7 +33,7 @@ def dense_module(n: int = 32) -> Any:
     @I.ir_module
     class Dense16:
         @R.function
-        def main(x: R.Tensor((1, 16), "float32"), w: R.Tensor((16, 16), "float32")):
+        def main(x: R.Tensor((1, 16), "float32"), w: R.Tensor((16, 16), "float32")):  # type: ignore[valid-type]
             with R.dataflow():
                 z = R.nn.relu(R.matmul(x, w))
                 R.output(z)
@@ -50,8 +50,8 @@ def conv_dense_module() -> Any:
     @I.ir_module
     class ConvDense:
         @R.function
-        def main(x: R.Tensor((1, 2, 4, 4), "float32"), w: R.Tensor((2, 2, 3, 3), "float32"),
-                 v: R.Tensor((32, 32), "float32")):
+        def main(x: R.Tensor((1, 2, 4, 4), "float32"), w: R.Tensor((2, 2, 3, 3), "float32"),  # type: ignore[valid-type]
+                 v: R.Tensor((32, 32), "float32")):  # type: ignore[valid-type]
             with R.dataflow():
                 y = R.nn.relu(R.nn.conv2d(x, w, padding=1))
                 f = R.reshape(y, (1, 32))

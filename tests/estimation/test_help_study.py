@@ -58,7 +58,8 @@ def _synthetic_cells(n: int, seed: int = 0) -> CellSet:
     rng = np.random.default_rng(seed)
     gpus = HELP_NB201_GPUS
     peak = np.array([11340, 13450, 16310, 10970, 12150])
-    arrays, latency = [], []
+    arrays: list[dict[str, np.ndarray]] = []
+    latency = []
     for _ in range(n):
         nodes = int(rng.integers(3, 7))
         u = np.zeros((1, len(SCHEMA.globals)), np.float32)
@@ -94,7 +95,7 @@ def test_load_cells_joins_graphs_with_help_latencies(tmp_path: Path) -> None:
     for index, arrays in zip((5, 11), cells.arrays):
         path = graph_path(tmp_path, 256, index)
         path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(path, **arrays)
+        np.savez(path, **arrays)  # type: ignore[arg-type]  # numpy's stub reads ** as allow_pickle
     loaded = load_cells(tmp_path, HELP_DIR, 256)
     assert loaded.arch_index.tolist() == [5, 11] and loaded.gpus == HELP_NB201_GPUS
     truth = {(r.arch_index, r.device): r.latency_ms

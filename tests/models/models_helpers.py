@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch_geometric.data import Batch, Data
 
+from tvm_cost.models import CostModel
+
 
 def permute_nodes(data: Data, generator: torch.Generator) -> Data:
     """The same graph with nodes renumbered and edges reordered at random (all other fields kept)."""
@@ -21,7 +23,7 @@ def permute_nodes(data: Data, generator: torch.Generator) -> Data:
     return out
 
 
-def assert_graph_model(model: torch.nn.Module, graphs: list[Data], *, atol: float = 1e-5,
+def assert_graph_model(model: CostModel, graphs: list[Data], *, atol: float = 1e-5,
                        deterministic_predict: bool = True) -> torch.Tensor:
     """Check the graph-level contract of `model` on `graphs`; return its batched output.
 

@@ -147,7 +147,7 @@ def test_config_for_schema():
                                                             len(SCHEMA.globals))
 
 
-def test_build_model_kinds():
+def test_build_model_kinds() -> None:
     assert isinstance(build_model(config=CFG), SeerNet)
     with pytest.raises(ValueError, match="choices: seernet, gcn"):
         build_model(kind="xgb", config=CFG)  # type: ignore[arg-type]

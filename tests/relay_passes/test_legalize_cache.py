@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from tvm_cost.data.external.nasbench201_relax import nb201_to_relax
 from tvm_cost.features.arrays import graph_arrays
 from tvm_cost.targets import resolve_target
 
-SMALL = {"channels": 4, "cells_per_stage": 1, "batch": 2}
+SMALL: dict[str, Any] = {"channels": 4, "cells_per_stage": 1, "batch": 2}
 CELLS = ("|nor_conv_1x1~0|+|skip_connect~0|none~1|+|avg_pool_3x3~0|nor_conv_1x1~1|nor_conv_3x3~2|",
          "|nor_conv_3x3~0|+|nor_conv_1x1~0|skip_connect~1|+|avg_pool_3x3~0|none~1|nor_conv_3x3~2|",
          "|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|skip_connect~0|avg_pool_3x3~1|nor_conv_1x1~2|")

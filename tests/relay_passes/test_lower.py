@@ -34,6 +34,6 @@ def test_op_level_has_one_op_per_kernel(tiny_mod, target):
     assert sum(len(v) for v in fused.op_kinds.values()) >= len(flat.op_kinds)
 
 
-def test_unknown_fusion_level_is_refused(tiny_mod, target):
+def test_unknown_fusion_level_is_refused(tiny_mod, target) -> None:  # noqa: ANN001
     with pytest.raises(ValueError, match="unknown fusion level"):
         lower(tiny_mod, target, fusion="aggressive")  # type: ignore[arg-type]

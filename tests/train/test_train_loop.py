@@ -74,7 +74,7 @@ def test_without_validation_monitors_train_loss(data):
     assert history.best_value == min(history.column("train_loss"))
 
 
-def test_group_batch_sampler():
+def test_group_batch_sampler() -> None:
     groups = [0] * 5 + [1] * 3 + [2] * 2 + [3] * 9
     sampler = GroupBatchSampler(groups, batch_size=4, seed=0)
     batches = list(sampler)

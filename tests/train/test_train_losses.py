@@ -27,7 +27,7 @@ def test_centered_log_mse_by_hand():
     assert float(lone.detach()) == 0.0
 
 
-def test_pairwise_by_hand():
+def test_pairwise_by_hand() -> None:
     score = torch.tensor([2.0, 1.0, 0.0])
     latency = torch.tensor([1.0, 2.0, 3.0])
     same = torch.zeros(3, dtype=torch.long)

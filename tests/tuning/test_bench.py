@@ -213,7 +213,7 @@ def test_the_paired_ratio_draws_the_same_sets_for_both_kinds():
         pool_trials([("n", never, "gnn")], versus="ranker")
 
 
-def test_bench_pool_cli_reads_a_kind_per_summary_and_refuses_a_bad_file_in_one_line(tmp_path):
+def test_bench_pool_cli_reads_a_kind_per_summary_and_refuses_a_bad_file_in_one_line(tmp_path, capsys):
     from tvm_cost.cli import main
     from tvm_cost.tuning.bench import write_json
 
@@ -229,6 +229,9 @@ def test_bench_pool_cli_reads_a_kind_per_summary_and_refuses_a_bad_file_in_one_l
                  "--vs", "gnn", "--json", str(out)]) == 0
     versus = json.loads(out.read_text())["versus"]
     assert (versus["kind"], versus["median_trials"], versus["ratio"]) == ("gnn", None, None)  # never, in JSON
+    capsys.readouterr()
+    assert main(["bench", "pool", str(tmp_path / "b.json"), "--kind", "gnn", "--vs", "gnn-decisions"]) == 0
+    assert "gnn-decisions / the kinds above: 0x (the kinds above never got there)" in capsys.readouterr().out
     (tmp_path / "bad.json").write_text("{not json")
     proc = subprocess.run([sys.executable, "-m", "tvm_cost.cli", "bench", "pool", str(tmp_path / "bad.json")],
                           capture_output=True, text=True, check=False, timeout=120)

@@ -15,7 +15,8 @@ class Fixed:
     """A stand-in member scoring each candidate (an int) by a table, and remembering what it was asked."""
 
     def __init__(self, table: dict[int, float]) -> None:
-        self.table, self.asked, self.updates = table, [], 0
+        self.table, self.updates = table, 0
+        self.asked: list[list[int]] = []
 
     def predict(self, context, candidates):
         self.asked.append(list(candidates))

@@ -20,7 +20,7 @@ from tvm_cost.tuning.xgb import is_xgb
 HERE = Path(__file__).parent
 
 
-def test_make_cost_model_kinds(tmp_path, monkeypatch):
+def test_make_cost_model_kinds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tvm_cost.tuning import checkpoints
 
     monkeypatch.setattr(checkpoints, "CHECKPOINT_DIR", tmp_path)  # nothing shipped: untrained GNN
@@ -48,7 +48,7 @@ def test_make_cost_model_kinds(tmp_path, monkeypatch):
     for bad in ("mlp", "GNN", 3, None):
         with pytest.raises(ValueError, match="choices: auto, gnn, xgb, ensemble, ranker, gnn\\+ranker, ranker-trace, "
                                              "ranker-screened, gnn-screened, random"):
-            make_cost_model(bad)  # type: ignore[arg-type]
+            make_cost_model(bad)
 
 
 def test_the_tune_command_offers_every_kind():
@@ -76,9 +76,9 @@ def test_auto_takes_the_ranker_where_one_ships_else_the_ensemble(tmp_path, monke
     assert auto_kind("llvm") == "ensemble"
 
 
-def test_entry_points_are_keyword_only():
+def test_entry_points_are_keyword_only() -> None:
     with pytest.raises(TypeError):
-        tune_tir(matmul_relu(8), "llvm")  # type: ignore[misc]
+        tune_tir(matmul_relu(8), "llvm")  # type: ignore[call-arg]
 
 
 def run_worker(modes: str, work_dir, timeout: float) -> dict:

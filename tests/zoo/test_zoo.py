@@ -53,12 +53,8 @@ def tiny(name: str, **extra: Any) -> ZooModel:
 
 
 def expected_output_shape(model: ZooModel) -> tuple[int, ...]:
-    cfg = model.config
-    if model.name == "bert":
-        return (cfg["batch"], cfg["seq_len"], cfg["width"])
-    if model.name == "gpt":
-        return (cfg["batch"], cfg["seq_len"], cfg["vocab_size"])
-    return (cfg["batch"], cfg["num_classes"])
+    keys = {"bert": ("batch", "seq_len", "width"), "gpt": ("batch", "seq_len", "vocab_size")}
+    return tuple(int(model.config[k]) for k in keys.get(model.name, ("batch", "num_classes")))
 
 
 # --- building and running ---------------------------------------------------------------------------------------

@@ -99,7 +99,7 @@ def test_synthetic_gpu_spec_errors(tmp_path: Path) -> None:
     with pytest.raises(TvmCostError, match="differs from another split"):
         load_gpu_specs(tmp_path)
     with pytest.raises(ValueError, match="choices: train, test"):
-        load_gpu_specs(tmp_path, split="val")
+        load_gpu_specs(tmp_path, split="val")  # type: ignore[arg-type]
 
 
 def test_synthetic_op_table(tmp_path: Path) -> None:
