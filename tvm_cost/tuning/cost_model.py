@@ -71,11 +71,11 @@ STATE_VERSION = 1
 class GNNCostModel(PyCostModel):
     """A GNN cost model for MetaSchedule (see the module docstring for the score, update and fallback rules).
 
-    On held-out CPU tasks (population 128) it leads XGBModel up to 64 trials in every seed set, ends level or ahead
-    at 128, and reached XGBModel's 128-trial best in a median of 83 trials over 342 runs (95 % interval over seed
-    sets: 65 to 107; XGBModel itself needs 1.36x as many, paired by set); before it read the trace decisions it
-    trailed late, and at MetaSchedule's default population of 512 it ended 15 % behind (docs/kernel_model.md: run
-    thirty-seven; runs thirteen, fifteen).
+    On held-out CPU tasks (population 128) it leads XGBModel up to 64 trials in every seed set, ends at 0.91-1.03x
+    its best at 128, and reached XGBModel's 128-trial best in a median of 83 trials over 342 runs (95 % interval
+    over seed sets: 65 to 107; XGBModel itself needs 1.36x as many, paired by set); before it read the trace
+    decisions it trailed late, and at MetaSchedule's default population of 512 it ended 15 % behind
+    (docs/kernel_model.md: run thirty-seven; runs thirteen, fifteen).
     ``tvm-cost tune``'s default on CPUs is the trace ranker (`RankerCostModel`), which needs fewer trials still.
 
     Args:
