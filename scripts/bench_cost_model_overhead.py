@@ -15,6 +15,13 @@ ranker screening the rows one or the GNN) and the GNN with the ranker vs TVM's `
   records the calls XGBModel's tune made and replays that same stream of predict() and update() calls into every
   model ("in_tune_replayed"): the ratios of equal work.
 
+- ``--chunk-sizes 128,256``: the GNN again with its featurizer extracting that many candidates a call
+  (`CandidateFeaturizer.chunk_size`; "gnn" itself has the default), in the same rotation of predict() calls.
+- ``--breakdown``: where the CPU time of one cold predict goes: PerStoreFeature on one thread and on N, the
+  Python side of the program graphs alone (hash, walk, structure, decisions), and the two pipelined as the GNN
+  runs them. When extraction on N threads plus that Python side already fill N cores, running them side by side
+  cannot hide the Python side.
+
 Both models start as a tune would: `XGBModel` already holds the measured records of every other task of the data
 folder (TVM retrains its booster on all of them in `update`), `GNNCostModel` loads its shipped checkpoint. One
 thread each (torch intra-op, xgboost ``nthread``, the extractor's), or N with ``--threads N`` (the extractor runs
@@ -189,9 +196,42 @@ def cold(models: dict[str, Any]) -> None:
     for model in models.values():
         members = featurized(model)
         if members:
-            fresh = CandidateFeaturizer(walk=members[0].featurizer.walk)
+            old = members[0].featurizer
+            fresh = CandidateFeaturizer(walk=old.walk, chunk_size=old.chunk_size)
             for member in members:
                 member.featurizer = fresh
+
+
+def breakdown(mod: Any, target: Any, candidates: list[Any], *, threads: int, repeat: int) -> dict[str, float]:
+    """Median seconds of the parts of one cold GNN predict() on `candidates` (`--breakdown`), rotated per repeat."""
+    from tvm_ffi import structural_hash
+
+    from relay_passes.schedule import feature_context
+    from tvm_cost.features.program_graph import extract_pipelined, store_feature_rows
+    from tvm_cost.tuning.replay import CandidateFeaturizer
+
+    one, many = feature_context(mod, target, num_threads=1), feature_context(mod, target, num_threads=threads)
+    featurizer = CandidateFeaturizer()
+    u = featurizer.task_globals(many)
+    size = featurizer.chunk_size
+    chunks = [candidates[i:i + size] for i in range(0, len(candidates), size)]
+
+    def python_side(chunk: list[Any]) -> Any:
+        return [structural_hash(c.sch.mod) for c in chunk], featurizer._python_side(many, chunk, u)  # noqa: SLF001
+
+    parts = {"extract, 1 thread": lambda: store_feature_rows(one, candidates),
+             f"extract, {threads} threads": lambda: store_feature_rows(many, candidates),
+             "python side alone": lambda: python_side(candidates),
+             f"both pipelined, {threads} threads": lambda: extract_pipelined(many, chunks, python_side,
+                                                                             lambda rows, side: (rows, side))}
+    spent: dict[str, list[float]] = {name: [] for name in parts}
+    for r in range(repeat):
+        for name in rotated(list(parts), r):
+            gc.collect()
+            t0 = time.perf_counter()
+            parts[name]()
+            spent[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(v) for name, v in spent.items()}
 
 
 def main() -> None:
@@ -204,6 +244,9 @@ def main() -> None:
                         help="also time both models inside a DummyRunner tune of this many trials")
     parser.add_argument("--threads", type=int, default=1,
                         help="threads of every model: feature extraction (the tune context's), xgboost, torch")
+    parser.add_argument("--chunk-sizes", default="",
+                        help="comma-separated: also time the GNN's predict with these featurizer chunk sizes")
+    parser.add_argument("--breakdown", action="store_true", help="also time the parts of a cold GNN predict")
     parser.add_argument("--json", help="write the timings as JSON")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -215,6 +258,7 @@ def main() -> None:
     from tvm_cost.features.schema import NUM_STORE_FEATURES
     from tvm_cost.tuning import make_xgb
     from tvm_cost.tuning.offline import load_kernel_dataset
+    from tvm_cost.tuning.replay import CandidateFeaturizer
     from tvm_cost.tuning.xgb import seed_xgb
 
     torch.set_num_threads(args.threads)
@@ -238,8 +282,12 @@ def main() -> None:
     xgb_retrain._inst.adaptive_training = False  # noqa: SLF001
     models = {**ours(target, args.threads), "xgb": xgb, "xgb-retrain": xgb_retrain}
     gnn = models["gnn"]
+    chunked = [f"gnn@chunk{size}" for size in args.chunk_sizes.split(",") if size]
+    for name in chunked:
+        models[name] = ours(target, args.threads)["gnn"]
+        models[name].featurizer = CandidateFeaturizer(chunk_size=int(name.removeprefix("gnn@chunk")))
     timings: dict[str, dict[str, list[float]]] = {name: {"predict_s": [], "update_s": []} for name in models}
-    timed = [*OURS, "xgb"]  # xgb-retrain predicts exactly like xgb
+    timed = [*OURS, *chunked, "xgb"]  # xgb-retrain predicts exactly like xgb
     for r in range(args.repeat):
         cold(models)  # these candidates were never seen
         for name in rotated(timed, r):  # each repeat in another order
@@ -247,7 +295,7 @@ def main() -> None:
             scores = models[name].predict(context, candidates)
             timings[name]["predict_s"].append(time.perf_counter() - t0)
             assert len(scores) == len(candidates)
-    names = list(models)
+    names = [name for name in models if name not in chunked]
     for r in range(args.repeat):
         cold(models)
         for name in rotated(names, r):
@@ -263,7 +311,7 @@ def main() -> None:
               "median_s": median, "ratio_gnn_over_xgb": {k: median["gnn"][k] / median["xgb"][k]
                                                          for k in ("predict_s", "update_s")},
               "ratio_over_xgb": {n: {k: median[n][k] / median["xgb"][k] for k in ("predict_s", "update_s")}
-                                 for n in OURS if n != "gnn"},
+                                 for n in [*OURS, *chunked] if n != "gnn"},
               "ratio_gnn_over_xgb_retrain_update": median["gnn"]["update_s"] / median["xgb-retrain"]["update_s"]}
     print(f"task {report['task_name']} ({shash}); predict on {len(candidates)} candidates, update with "
           f"{len(measured)} measured; XGBModel holds {seeded} records of other tasks; GNN: {report['gnn_source']}")
@@ -275,6 +323,11 @@ def main() -> None:
           f"gnn/xgb-retrain update {median['gnn']['update_s'] / median['xgb-retrain']['update_s']:.2f}x")
     for name, r in report["ratio_over_xgb"].items():
         print(f"{name + '/xgb':22}{r['predict_s']:>13.2f}x{r['update_s']:>13.2f}x")
+    if args.breakdown:
+        report["breakdown_s"] = breakdown(mod, target, candidates, threads=args.threads, repeat=args.repeat)
+        print(f"one cold GNN predict, in parts (median of {args.repeat}):")
+        for name, secs in report["breakdown_s"].items():
+            print(f"{name:34}{secs:>8.3f} s")
     if args.tune_trials:
         fresh_xgb = make_xgb(num_threads=args.threads)
         seed_xgb(fresh_xgb, other_tasks)

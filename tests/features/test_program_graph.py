@@ -13,8 +13,8 @@ from tvm.s_tir import Schedule
 from tvm.s_tir import meta_schedule as ms
 
 from relay_passes.schedule import feature_context
-from tvm_cost.features.program_graph import candidate_stores, extract_beside, program_graph, program_graphs, \
-    scheduled_stores, to_pyg_batch, workload_globals
+from tvm_cost.features.program_graph import candidate_stores, extract_beside, extract_pipelined, joined_graph, \
+    program_graph, program_graphs, store_feature_rows, to_pyg_batch, walk_candidates, workload_globals
 from tvm_cost.features.program_schema import EDGE_TYPES, NODE_OWN, PROGRAM_SCHEMA, PSF_COLUMNS
 from tvm_cost.features.program_walk import lower_for_features, store_nodes
 from tvm_cost.features.trace_decisions import DECISION_COLUMNS, RAW_COLUMNS, RAW_DECISIONS, decision_features, \
@@ -297,9 +297,9 @@ def test_extraction_runs_beside_the_python_side(monkeypatch):
         return real(ctx, cs)
 
     monkeypatch.setattr(pg, "store_feature_rows", spy)
-    rows, walked = extract_beside(context, cands, lambda: scheduled_stores(context, cands))
+    rows, walked = extract_beside(context, cands, lambda: walk_candidates(context, cands))
     assert threads["extract"] != threading.get_ident()
-    for got, want, cand, nodes in zip(rows, real(context, cands), cands, walked, strict=True):
+    for got, want, cand, (nodes, _) in zip(rows, real(context, cands), cands, walked, strict=True):
         np.testing.assert_array_equal(got, want)
         assert [n.name for n in nodes] == [n.name for n in store_nodes(cand.sch.mod, is_gpu=False)]
     # the caller's walk is what program_graphs would have walked itself
@@ -307,6 +307,57 @@ def test_extraction_runs_beside_the_python_side(monkeypatch):
                     program_graphs(context, cands, store_features=rows), strict=True):
         for key in a:
             np.testing.assert_array_equal(a[key], b[key])
+
+
+def test_pipelined_extraction_draws_the_next_chunk_while_one_is_extracted(monkeypatch):
+    """Chunk i's rows are extracted on the worker while chunk i's work and the drawing of chunk i + 1 run here;
+    each chunk's join of its rows and its work's result comes back in order, the rows equal to one extraction."""
+    import threading
+
+    from tvm_cost.features import program_graph as pg
+
+    context, cands = sampled(matmul(32), LLVM, 5)
+    events: list[str] = []
+    real = pg.store_feature_rows
+    extracting = threading.Event()
+
+    def spy(ctx, cs):
+        events.append(f"extract {len(cs)}")
+        extracting.set()
+        return real(ctx, cs)
+
+    def chunks():
+        for i, part in enumerate((cands[:2], cands[2:4], cands[4:])):
+            if i:  # the previous chunk is on the worker by now
+                assert extracting.wait(timeout=60)
+                extracting.clear()
+            events.append(f"draw {len(part)}")
+            yield part
+
+    def join(rows, work):
+        return rows, work, threading.get_ident()
+
+    monkeypatch.setattr(pg, "store_feature_rows", spy)
+    done = extract_pipelined(context, chunks(), lambda part: [threading.get_ident()] * len(part), join)
+    assert [len(rows) for rows, _, _ in done] == [2, 2, 1]
+    assert [e for e in events if e.startswith("extract")] == ["extract 2", "extract 2", "extract 1"]
+    for got, want in zip([r for rows, _, _ in done for r in rows], real(context, cands), strict=True):
+        np.testing.assert_array_equal(got, want)
+    # the work and the joins ran on this thread
+    assert {t for _, work, joined in done for t in [*work, joined]} == {threading.get_ident()}
+
+
+def test_joined_graph_uses_a_matching_walk_and_walks_again_when_it_does_not_match():
+    context, cands = sampled(matmul(32), LLVM, 1)
+    rows = store_feature_rows(context, cands)[0]
+    u = np.zeros((1, len(PROGRAM_SCHEMA.globals)), np.float32)
+    walk = walk_candidates(context, cands)[0]
+    fresh = program_graph(candidate_stores(cands[0].sch.mod, rows.shape[0], is_gpu=False), rows, u)
+    wrong = (walk[0][:-1], walk[1])  # a walk with a store missing: not used
+    for given in (walk, wrong, None):
+        got = joined_graph(cands[0], rows, u, is_gpu=False, walk=given)
+        for key in fresh:
+            np.testing.assert_array_equal(got[key], fresh[key])
 
 
 def test_errors_beside_the_extraction_propagate():

@@ -9,16 +9,16 @@ import tvm_cost.features.program_graph as program_graph
 from tvm_cost.tuning.replay import CandidateFeaturizer
 
 
-def counting(monkeypatch) -> list[int]:
-    """Record how many candidates each `program_graphs` call featurizes."""
+def counting(monkeypatch, name: str = "store_feature_rows") -> list[int]:
+    """Record how many candidates each call of `program_graph.<name>` (the extraction; or the walk) receives."""
     sizes: list[int] = []
-    real = program_graph.program_graphs
+    real = getattr(program_graph, name)
 
     def spy(context, candidates, **kwargs):
         sizes.append(len(candidates))
         return real(context, candidates, **kwargs)
 
-    monkeypatch.setattr(program_graph, "program_graphs", spy)
+    monkeypatch.setattr(program_graph, name, spy)
     return sizes
 
 
@@ -73,6 +73,23 @@ def test_duplicates_within_one_call_are_walked_once(distinct_task, monkeypatch):
     assert_same_graphs(graphs[:1], graphs[2:])
 
 
+def test_chunks_give_the_same_graphs_and_extract_each_module_once(distinct_task, monkeypatch):
+    """A call featurized a chunk at a time (`extract_pipelined`) returns what one chunk would, and a module that
+    repeats in a later chunk, or was cached by an earlier call, is not extracted again."""
+    context, candidates = distinct_task
+    whole = CandidateFeaturizer(cache_size=0).graphs(context, candidates)
+    sizes = counting(monkeypatch)
+    featurizer = CandidateFeaturizer(chunk_size=3)
+    featurizer.graphs(context, candidates[:2])
+    order = [0, 2, 3, 2, 4, 5, 1, 6, 6, 0, 7, 8, 9, 10, 11]
+    assert_same_graphs(featurizer.graphs(context, [candidates[i] for i in order]), [whole[i] for i in order])
+    # chunks of 3: {0 cached, 2, 3}, {2 seen, 4, 5}, {1 cached, 6, 6 seen}, {0, 7, 8}, {9, 10, 11}
+    assert sizes == [2, 2, 2, 1, 2, 3]
+    assert (featurizer.hits, featurizer.misses) == (5, 12)
+    with pytest.raises(ValueError, match="chunk_size must be at least 1, not 0"):
+        CandidateFeaturizer(chunk_size=0)
+
+
 def test_cache_is_bounded_and_forgets_the_least_recently_used(distinct_task, monkeypatch):
     context, candidates = distinct_task
     sizes = counting(monkeypatch)
@@ -100,10 +117,10 @@ def test_without_the_walk_rows_and_globals_match_the_graphs_and_nothing_is_walke
 
     context, candidates = distinct_task
     graphs = CandidateFeaturizer().graphs(context, candidates)
-    sizes = counting(monkeypatch)
+    walked = counting(monkeypatch, "walk_candidates")
     rows_only = CandidateFeaturizer(walk=False)
     rows = rows_only.graphs(context, candidates)
-    assert sizes == [] and rows_only.misses == len(candidates)
+    assert walked == [] and rows_only.misses == len(candidates)
     for g, r in zip(graphs, rows, strict=True):
         assert r.keys() == {"x", "u"} and r["x"].dtype == np.float32
         np.testing.assert_array_equal(r["x"], g["x"][:, :NUM_STORE_FEATURES])

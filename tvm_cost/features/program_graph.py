@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -46,6 +47,7 @@ NUM_EDGE_FEATURES = len(PROGRAM_SCHEMA.edge)
 NUM_GLOBAL_FEATURES = len(PROGRAM_SCHEMA.globals)
 _DATAFLOW, _NEST, _SEQ = range(3)
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 def _log(x: float) -> float:
@@ -116,8 +118,30 @@ def _edges(nodes: list[StoreNode]) -> tuple[np.ndarray, np.ndarray]:
     return edge_index, edge_attr
 
 
-def program_graph(nodes: list[StoreNode] | None, rows: np.ndarray, u: np.ndarray) -> dict[str, np.ndarray]:
+GraphStructure = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""What a program graph takes from the walk alone: (`NODE_OWN` features [N, len(NODE_OWN)], edge_index [2, E],
+edge_attr [E, D]); `graph_structure` makes it, `program_graph` joins it to the PerStoreFeature rows."""
+
+
+def graph_structure(nodes: list[StoreNode] | None, num_rows: int | None = None) -> GraphStructure:
+    """The node features and edges of the stores `nodes`; None (unknown structure): a chain of `num_rows` nodes
+    with only their position and sequence edges. Needs no feature rows, so it can run beside the extraction."""
+    if nodes is not None:
+        return (_node_features(nodes), *_edges(nodes))
+    n = num_rows or 0
+    own = np.zeros((n, len(NODE_OWN)), np.float32)
+    own[:, -1] = np.arange(n) / max(n - 1, 1)
+    edge_attr = np.zeros((max(n - 1, 0), NUM_EDGE_FEATURES), np.float32)
+    edge_attr[:, _SEQ] = 1.0
+    return own, np.array([np.arange(n - 1), np.arange(1, n)], np.int64).reshape(2, -1), edge_attr
+
+
+def program_graph(nodes: list[StoreNode] | None, rows: np.ndarray, u: np.ndarray, *,
+                  structure: GraphStructure | None = None) -> dict[str, np.ndarray]:
     """Arrays of one graph from its stores (None: unknown structure, a chain of rows) and feature rows.
+
+    Args:
+        structure: `graph_structure(nodes)` when the caller has it (computed here otherwise).
 
     Shapes:
         rows: [N, 164]; u: [1, G].
@@ -125,17 +149,9 @@ def program_graph(nodes: list[StoreNode] | None, rows: np.ndarray, u: np.ndarray
         edge_attr: [E, len(PROGRAM_SCHEMA.edge)] float32, u: [1, len(PROGRAM_SCHEMA.globals)] float32.
     """
     n = rows.shape[0]
-    x = np.zeros((n, NUM_NODE_FEATURES), np.float32)
-    x[:, :NUM_STORE_FEATURES] = rows
-    if nodes is None:  # only the order is known: position and sequence edges
-        x[:, -1] = np.arange(n) / max(n - 1, 1)
-        edge_index = np.array([np.arange(n - 1), np.arange(1, n)], np.int64).reshape(2, -1)
-        edge_attr = np.zeros((max(n - 1, 0), NUM_EDGE_FEATURES), np.float32)
-        edge_attr[:, _SEQ] = 1.0
-    else:
-        assert len(nodes) == n, "stores and PerStoreFeature rows disagree"
-        x[:, NUM_STORE_FEATURES:] = _node_features(nodes)
-        edge_index, edge_attr = _edges(nodes)
+    assert nodes is None or len(nodes) == n, "stores and PerStoreFeature rows disagree"
+    own, edge_index, edge_attr = graph_structure(nodes, n) if structure is None else structure
+    x = np.concatenate([np.asarray(rows, np.float32).reshape(n, NUM_STORE_FEATURES), own], axis=1)
     return {"x": x, "edge_index": edge_index, "edge_attr": edge_attr, "u": u}
 
 
@@ -144,7 +160,7 @@ def candidate_stores(mod: tvm.IRModule, num_rows: int, *, is_gpu: bool,
     """The stores of a scheduled module matched to its `num_rows` feature rows, or None when no walk agrees.
 
     Tried in order until the count of stores equals the extractor's: the walk of the scheduled TIR as it is
-    (emulating the lowering; ~0.1 ms; `walked` when the caller has it, see `scheduled_stores`), the walk after
+    (emulating the lowering; ~0.1 ms; `walked` when the caller has it, see `walk_candidates`), the walk after
     the simplifier and `LowerCrossThreadReduction` (on GPUs, whether a reduction bound to threads gets lowered
     depends on an affine-binding check the walk does not repeat; a few ms), the walk after the extractor's whole
     pass list (as slow as the extractor).
@@ -166,11 +182,29 @@ def is_gpu_context(context: ms.TuneContext) -> bool:
     return "gpu" in [str(k) for k in context.target.keys]
 
 
-def scheduled_stores(context: ms.TuneContext, candidates: Sequence[ms.MeasureCandidate]) -> list[list[StoreNode]]:
-    """The walk of each candidate's scheduled TIR as it is: `candidate_stores`' first try, which needs no feature
-    rows and so can run while the extractor does (`extract_beside`)."""
+Walk = tuple[list[StoreNode], GraphStructure]
+"""A candidate's stores as its scheduled TIR has them and their `graph_structure` (`walk_candidates`)."""
+
+
+def walk_candidates(context: ms.TuneContext, candidates: Sequence[ms.MeasureCandidate]) -> list[Walk]:
+    """The walk of each candidate's scheduled TIR as it is (`candidate_stores`' first try) and the structure of its
+    graph: everything a program graph needs but the feature rows, so it runs while the extractor does."""
     is_gpu = is_gpu_context(context)
-    return [store_nodes(c.sch.mod, is_gpu=is_gpu) for c in candidates]
+    walks = []
+    for cand in candidates:
+        nodes = store_nodes(cand.sch.mod, is_gpu=is_gpu)
+        walks.append((nodes, graph_structure(nodes)))
+    return walks
+
+
+def joined_graph(candidate: ms.MeasureCandidate, rows: np.ndarray, u: np.ndarray, *, is_gpu: bool,
+                 walk: Walk | None = None) -> dict[str, np.ndarray]:
+    """The program graph of a candidate from its feature rows and, when the caller has it, its `walk`: used as it
+    is when its stores match the rows, else `candidate_stores`' slower tries decide the stores."""
+    if walk is not None and len(walk[0]) == rows.shape[0]:
+        return program_graph(walk[0], rows, u, structure=walk[1])
+    nodes = candidate_stores(candidate.sch.mod, rows.shape[0], is_gpu=is_gpu, walked=None if walk is None else walk[0])
+    return program_graph(nodes, rows, u)
 
 
 def store_feature_rows(context: ms.TuneContext, candidates: list[ms.MeasureCandidate]) -> list[np.ndarray]:
@@ -181,18 +215,36 @@ def store_feature_rows(context: ms.TuneContext, candidates: list[ms.MeasureCandi
     return [t.numpy().astype(np.float32, copy=False) for t in extractor.extract_from(context, candidates)]
 
 
+def extract_pipelined(context: ms.TuneContext, chunks: Iterable[list[ms.MeasureCandidate]],
+                      work: Callable[[list[ms.MeasureCandidate]], T],
+                      join: Callable[[list[np.ndarray], T], R]) -> list[R]:
+    """`join(rows, work(chunk))` of each chunk of candidates, in order: its `store_feature_rows` extracted on a
+    worker thread while this one runs `work(chunk)`, draws the next chunk, and joins each chunk whose rows are in.
+
+    The extractor is C++ that releases the GIL (on the context's `num_threads`); the Python side of a program graph
+    (the walk, the trace's decisions, the graph's structure: ~0.25 ms a candidate) and the joining of rows to it
+    run while it works instead of after it. `chunks` may be a generator that does work of its own
+    (`CandidateFeaturizer` hashes the next chunk's modules there): that runs beside the extraction of the chunk
+    before. Only the last chunk's join follows the extraction. Errors of either side propagate.
+    """
+    pending: deque[tuple[Future[list[np.ndarray]], T]] = deque()
+    joined: list[R] = []
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tvm-cost-extract") as pool:
+        for chunk in chunks:
+            pending.append((pool.submit(store_feature_rows, context, chunk), work(chunk)))
+            while pending and pending[0][0].done():
+                rows, done = pending.popleft()
+                joined.append(join(rows.result(), done))
+        while pending:
+            rows, done = pending.popleft()
+            joined.append(join(rows.result(), done))
+    return joined
+
+
 def extract_beside(context: ms.TuneContext, candidates: list[ms.MeasureCandidate],
                    work: Callable[[], T]) -> tuple[list[np.ndarray], T]:
-    """`store_feature_rows` of `candidates`, extracted on a worker thread while `work()` runs on this one.
-
-    The extractor is C++ that releases the GIL (on the context's `num_threads`); the Python side of a program
-    graph (the walk, the trace's decisions: ~0.2 ms a candidate, an eighth of the extraction on one thread) runs
-    beside it instead of after it, so a machine with a core to spare hides them. Errors of either side propagate.
-    """
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tvm-cost-extract") as pool:
-        rows = pool.submit(store_feature_rows, context, candidates)
-        done = work()
-        return rows.result(), done
+    """`store_feature_rows` of `candidates` extracted while `work()` runs: `extract_pipelined` on one chunk."""
+    return extract_pipelined(context, [candidates], lambda _: work(), lambda rows, done: (rows, done))[0]
 
 
 def program_graphs(
@@ -202,7 +254,7 @@ def program_graphs(
     target_spec: str | dict | ResolvedTarget | None = None,
     store_features: list[np.ndarray] | None = None,
     u: np.ndarray | None = None,
-    walked: list[list[StoreNode]] | None = None,
+    walked: list[Walk] | None = None,
 ) -> list[dict[str, np.ndarray]]:
     """Build one program graph per candidate of a task.
 
@@ -213,7 +265,7 @@ def program_graphs(
         store_features: `PerStoreFeature(extract_workload=False)` rows per candidate when the caller has them;
             extracted here otherwise.
         u: The task's `workload_globals` when the caller caches them; computed here otherwise.
-        walked: `scheduled_stores` of the candidates when the caller has them; walked here otherwise (beside the
+        walked: `walk_candidates` of the candidates when the caller has them; walked here otherwise (beside the
             extraction when `store_features` is None).
 
     Returns:
@@ -221,17 +273,14 @@ def program_graphs(
     """
     if store_features is None:
         store_features, walked = extract_beside(
-            context, candidates, lambda: scheduled_stores(context, candidates) if walked is None else walked)
+            context, candidates, lambda: walk_candidates(context, candidates) if walked is None else walked)
     if u is None:
         spec = target_spec if target_spec is not None else dict(context.target.export())
         u = workload_globals(context.mod, target_spec=spec)
     is_gpu = is_gpu_context(context)
-    graphs = []
-    for i, (candidate, rows) in enumerate(zip(candidates, store_features, strict=True)):
-        nodes = candidate_stores(candidate.sch.mod, rows.shape[0], is_gpu=is_gpu,
-                                 walked=None if walked is None else walked[i])
-        graphs.append(program_graph(nodes, np.asarray(rows, np.float32), u))
-    return graphs
+    return [joined_graph(cand, np.asarray(rows, np.float32), u, is_gpu=is_gpu,
+                         walk=None if walked is None else walked[i])
+            for i, (cand, rows) in enumerate(zip(candidates, store_features, strict=True))]
 
 
 def to_pyg_batch(graphs: Sequence[dict[str, np.ndarray]]) -> Batch:

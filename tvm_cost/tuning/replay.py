@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +48,19 @@ class CandidateFeaturizer:
         cache_size: Graphs kept (least recently used dropped first); 0 turns the cache off.
         walk: False: no program walk; each "graph" is only its PerStoreFeature rows `x` [stores, 164] and its
             globals `u`, all `RankerCostModel` reads (the walk is ~4% of the extraction time).
+        chunk_size: Candidates per extraction call (>= 1). A call's candidates are hashed, walked and joined to
+            their rows on the calling thread a chunk at a time while a worker thread extracts
+            (`extract_pipelined`), so little of that is left after the last chunk's extraction.
     """
 
-    def __init__(self, target_spec: Any = None, *, cache_size: int = 16384, walk: bool = True) -> None:
+    def __init__(self, target_spec: Any = None, *, cache_size: int = 16384, walk: bool = True,
+                 chunk_size: int = 256) -> None:
         self.target_spec = target_spec
         self.cache_size = cache_size
         self.walk = walk
+        if chunk_size < 1:
+            raise ValueError(f"chunk_size must be at least 1, not {chunk_size}")
+        self.chunk_size = chunk_size
         self.hits = self.misses = 0
         self._u: dict[str, np.ndarray] = {}
         self._cache: OrderedDict[tuple[str, int], Graph] = OrderedDict()
@@ -62,16 +69,31 @@ class CandidateFeaturizer:
         """One graph per candidate (a candidate without any store gets a single all-zero node)."""
         from tvm_ffi import structural_hash
 
+        from tvm_cost.features.program_graph import extract_pipelined
+
         if not candidates:
             return []
-        key, spec = task_key(context), self._spec(context)
+        key = task_key(context)
         u = self.task_globals(context, key)
-        keys = [(key, int(structural_hash(c.sch.mod))) for c in candidates]
-        new: dict[tuple[str, int], int] = {}  # first index of each module not cached
-        for i, k in enumerate(keys):
-            if k not in self._cache and k not in new:
-                new[k] = i
-        fresh = self._extract(context, [candidates[i] for i in new.values()], spec, u) if new else []
+        keys: list[tuple[str, int]] = []
+        new: dict[tuple[str, int], int] = {}  # the modules not cached, in the order they are extracted
+
+        def fresh_chunks() -> Iterator[list[Any]]:
+            """The candidates to extract, `chunk_size` hashed at a time (beside the previous chunk's extraction)."""
+            for start in range(0, len(candidates), self.chunk_size):
+                fresh = []
+                for cand in candidates[start:start + self.chunk_size]:
+                    k = (key, int(structural_hash(cand.sch.mod)))
+                    keys.append(k)
+                    if k not in self._cache and k not in new:
+                        new[k] = len(new)
+                        fresh.append(cand)
+                if fresh:
+                    yield fresh
+
+        joined = extract_pipelined(context, fresh_chunks(), lambda chunk: self._python_side(context, chunk, u),
+                                   lambda rows, side: self._joined(context, rows, side))
+        fresh = [g for chunk in joined for g in chunk]
         self.hits += len(keys) - len(new)
         self.misses += len(new)
         found = {k: self._cache[k] for k in keys if k in self._cache}
@@ -103,22 +125,24 @@ class CandidateFeaturizer:
             return self.target_spec
         return {str(k): v for k, v in context.target.export().items()}
 
-    def _extract(self, context: Any, candidates: list[Any], spec: Any, u: np.ndarray) -> list[Graph]:
-        """Graphs of `candidates`; their Python side (the walk, the trace's decisions) runs beside PerStoreFeature."""
-        from tvm_cost.features.program_graph import extract_beside, program_graphs, scheduled_stores
+    def _python_side(self, context: Any, candidates: list[Any], u: np.ndarray) -> list[tuple[Any, Any, np.ndarray]]:
+        """What each candidate's graph takes from Python, run while its rows are extracted: (candidate, its
+        `walk_candidates` walk or None without the walk, its globals: `u` and its trace's decisions)."""
+        from tvm_cost.features.program_graph import walk_candidates
 
-        def python_side() -> tuple[list[Any] | None, list[np.ndarray]]:
-            walked = scheduled_stores(context, candidates) if self.walk else None
-            return walked, [candidate_globals(u, trace_json(c.sch.trace)) for c in candidates]
+        walks = walk_candidates(context, candidates) if self.walk else [None] * len(candidates)
+        return [(cand, walk, candidate_globals(u, trace_json(cand.sch.trace)))
+                for cand, walk in zip(candidates, walks, strict=True)]
 
-        rows, (walked, globals_) = extract_beside(context, candidates, python_side)
-        if self.walk:
-            graphs = program_graphs(context, candidates, target_spec=spec, store_features=rows, u=u, walked=walked)
-        else:
-            graphs = [{"x": r} for r in rows]
-        for g, cu in zip(graphs, globals_, strict=True):
-            g["u"] = cu
-        return graphs
+    def _joined(self, context: Any, rows: list[np.ndarray], side: list[tuple[Any, Any, np.ndarray]]) -> list[Graph]:
+        """The graphs of one extracted chunk: its rows joined to `_python_side`'s walks and globals."""
+        from tvm_cost.features.program_graph import is_gpu_context, joined_graph
+
+        if not self.walk:
+            return [{"x": r, "u": cu} for r, (_, _, cu) in zip(rows, side, strict=True)]
+        is_gpu = is_gpu_context(context)
+        return [joined_graph(cand, r, cu, is_gpu=is_gpu, walk=walk)
+                for r, (cand, walk, cu) in zip(rows, side, strict=True)]
 
 
 class ReplayBuffer:
