@@ -72,10 +72,10 @@ class GNNCostModel(PyCostModel):
     """A GNN cost model for MetaSchedule (see the module docstring for the score, update and fallback rules).
 
     On held-out CPU tasks (population 128) it leads XGBModel up to 64 trials in every seed set, ends at 0.91-1.03x
-    its best at 128, and reached XGBModel's 128-trial best in a median of 83 trials over 342 runs (95 % interval
-    over seed sets: 65 to 107; XGBModel itself needs 1.36x as many, paired by set); before it read the trace
+    its best at 128, and reached XGBModel's 128-trial best in a median of 82.5 trials over 360 runs (95 % interval
+    over seed sets: 60.5 to 103; XGBModel itself needs 1.38x as many, paired by set); before it read the trace
     decisions it trailed late, and at MetaSchedule's default population of 512 it ended 15 % behind
-    (docs/kernel_model.md: run thirty-seven; runs thirteen, fifteen).
+    (docs/kernel_model.md: runs thirty-seven, thirty-eight; runs thirteen, fifteen).
     ``tvm-cost tune``'s default on CPUs is the trace ranker (`RankerCostModel`), which needs fewer trials still.
 
     Args:
