@@ -17,6 +17,8 @@ ranker screening the rows one or the GNN) and the GNN with the ranker vs TVM's `
 
 - ``--chunk-sizes 128,256``: the GNN again with its featurizer extracting that many candidates a call
   (`CandidateFeaturizer.chunk_size`; "gnn" itself has the default), in the same rotation of predict() calls.
+- ``--also-gnn NAME=CHECKPOINT``: another GNN's weights, timed per call beside the others (e.g. weights trained
+  with ``--no-store-features``, whose graphs come from the walk alone).
 - ``--breakdown``: where the CPU time of one cold predict goes: PerStoreFeature on one thread and on N, the
   Python side of the program graphs alone (hash, walk, structure, decisions), and the two pipelined as the GNN
   runs them. When extraction on N threads plus that Python side already fill N cores, running them side by side
@@ -247,6 +249,9 @@ def main() -> None:
     parser.add_argument("--chunk-sizes", default="",
                         help="comma-separated: also time the GNN's predict with these featurizer chunk sizes")
     parser.add_argument("--breakdown", action="store_true", help="also time the parts of a cold GNN predict")
+    parser.add_argument("--also-gnn", action="append", default=[], metavar="NAME=CHECKPOINT",
+                        help="also time a GNN with these weights per call, in the same rotation (repeatable; e.g. "
+                             "one trained with --no-store-features, which never runs the extractor)")
     parser.add_argument("--json", help="write the timings as JSON")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -256,7 +261,7 @@ def main() -> None:
 
     from relay_passes.schedule import feature_context
     from tvm_cost.features.schema import NUM_STORE_FEATURES
-    from tvm_cost.tuning import make_xgb
+    from tvm_cost.tuning import GNNCostModelConfig, make_cost_model, make_xgb
     from tvm_cost.tuning.offline import load_kernel_dataset
     from tvm_cost.tuning.replay import CandidateFeaturizer
     from tvm_cost.tuning.xgb import seed_xgb
@@ -286,8 +291,12 @@ def main() -> None:
     for name in chunked:
         models[name] = ours(target, args.threads)["gnn"]
         models[name].featurizer = CandidateFeaturizer(chunk_size=int(name.removeprefix("gnn@chunk")))
+    also = dict(spec.split("=", 1) for spec in args.also_gnn)
+    for name, path in also.items():
+        models[name] = make_cost_model("gnn", target=target, checkpoint=path,
+                                       gnn_config=GNNCostModelConfig(num_threads=args.threads))
     timings: dict[str, dict[str, list[float]]] = {name: {"predict_s": [], "update_s": []} for name in models}
-    timed = [*OURS, *chunked, "xgb"]  # xgb-retrain predicts exactly like xgb
+    timed = [*OURS, *chunked, *also, "xgb"]  # xgb-retrain predicts exactly like xgb
     for r in range(args.repeat):
         cold(models)  # these candidates were never seen
         for name in rotated(timed, r):  # each repeat in another order
@@ -311,7 +320,8 @@ def main() -> None:
               "median_s": median, "ratio_gnn_over_xgb": {k: median["gnn"][k] / median["xgb"][k]
                                                          for k in ("predict_s", "update_s")},
               "ratio_over_xgb": {n: {k: median[n][k] / median["xgb"][k] for k in ("predict_s", "update_s")}
-                                 for n in [*OURS, *chunked] if n != "gnn"},
+                                 for n in [*OURS, *chunked, *also] if n != "gnn"},
+              "also_gnn": {name: models[name].describe() for name in also},
               "ratio_gnn_over_xgb_retrain_update": median["gnn"]["update_s"] / median["xgb-retrain"]["update_s"]}
     print(f"task {report['task_name']} ({shash}); predict on {len(candidates)} candidates, update with "
           f"{len(measured)} measured; XGBModel holds {seeded} records of other tasks; GNN: {report['gnn_source']}")

@@ -35,6 +35,9 @@ def register(sub: Any) -> None:
                    help="also train the times member (OUT-times: the same network on the log-MSE alone, DATA's own "
                         "records only), which GNNCostModel.predict_with_uncertainty averages with the calibrated "
                         "ranking head")
+    p.add_argument("--store-features", action=argparse.BooleanOptionalAction, default=True,
+                   help="read the PerStoreFeature rows (--no-store-features: the program graph's structure and the "
+                        "trace alone; GNNCostModel then never runs the extractor, at some cost in ranking)")
     _add_training_args(p)
     p.set_defaults(func=_train)
 
@@ -159,6 +162,7 @@ def _train(args: argparse.Namespace) -> None:
     import torch.distributed as dist
 
     from tvm_cost.collect.manifest import manifest_gpu
+    from tvm_cost.data.kernel_dataset import without_store_features
     from tvm_cost.features.program_schema import CANDIDATE_SCHEMA
     from tvm_cost.train import fit_calibration, item_log_work, pairwise_accuracy, save_checkpoint, \
         share_within_factor
@@ -181,6 +185,9 @@ def _train(args: argparse.Namespace) -> None:
             excluded = [f for f in args.exclude_families.split(",") if f]
             items = _kept(ds, args.data, excluded)
             extra = [_kept(other, path, excluded) for path, other in rank_sets]
+            if not args.store_features:
+                items = [without_store_features(d) for d in items]
+                extra = [[without_store_features(d) for d in e] for e in extra]
             bar = progress.add_task("train", total=train_config.epochs)
             t0 = time.perf_counter()
             model, history = train_gnn(with_rank_only(items, extra), model_config=model_config,
@@ -212,13 +219,14 @@ def _train(args: argparse.Namespace) -> None:
             times_path = save_checkpoint(
                 f"{Path(args.out)}{TIMES_SUFFIX}", times_model, schema=CANDIDATE_SCHEMA,
                 extra={"role": "times", "target": target, "data": str(args.data), "records": len(items),
+                       "store_features": args.store_features,
                        "excluded_families": excluded, "measured_on": _measured_on(args.data, target),
                        "train_config": times_config.to_dict()})
             times_name = times_path.stem
             within.append(share_within_factor(latency, np.exp(predict_log_ms(times_model, items))))
         weights = save_checkpoint(args.out, model, schema=CANDIDATE_SCHEMA, extra={
             "calibration": calibration.to_dict(), "times": times_name, "target": target, "data": str(args.data),
-            "records": len(items),
+            "records": len(items), "store_features": args.store_features,
             "tasks": tasks, "excluded_families": excluded,
             "rank_data": [{"data": str(path), "records": len(e), "measured_on": _measured_on(path, target)}
                           for (path, _), e in zip(rank_sets, extra, strict=True)],

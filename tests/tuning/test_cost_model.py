@@ -105,6 +105,45 @@ def test_a_per_work_checkpoint_scales_predictions_with_the_task_work(task, tmp_p
     np.testing.assert_allclose(mean["per_work"] - mean["plain"], np.logaddexp(*u[list(WORK_GLOBALS)]), rtol=1e-5)
 
 
+def test_weights_trained_without_store_features_score_from_the_walk_alone(task, tmp_path, monkeypatch, caplog):
+    """Weights whose PerStoreFeature columns standardize to 0 (std inf: constant in training, as `tvm-cost train
+    --no-store-features` leaves them) never read those: `GNNCostModel` skips the extraction in predict and update,
+    scores as the same weights do on the graphs with rows, keeps that through save -> load, and a fallback XGBModel
+    starts unseeded. Untrained weights read the rows."""
+    import tvm_cost.features.program_graph as program_graph
+    from tvm_cost.features.program_graph import to_pyg_batch
+    from tvm_cost.features.schema import NUM_STORE_FEATURES
+    from tvm_cost.tuning.cost_model import reads_store_features
+    from tvm_cost.tuning.replay import CandidateFeaturizer
+
+    context, candidates, results = task
+    net = small_seernet().eval()
+    with torch.no_grad():
+        net.x_std[:NUM_STORE_FEATURES] = float("inf")
+    assert reads_store_features(small_seernet()) and not reads_store_features(net)
+    assert untrained().store_features
+    expected = scores_from_log_latency(net(to_pyg_batch(
+        CandidateFeaturizer().graphs(context, candidates)))[:, 0].double().detach().numpy())
+    save_checkpoint(tmp_path / "walk", net, schema=CANDIDATE_SCHEMA)
+
+    def no_extraction(*args, **kwargs):
+        raise AssertionError("PerStoreFeature ran")
+
+    monkeypatch.setattr(program_graph, "store_feature_rows", no_extraction)
+    model = GNNCostModel(checkpoint=tmp_path / "walk", config=SMALL.replace(fallback=False))
+    assert not model.describe()["store_features"]
+    np.testing.assert_allclose(scores(model, context, candidates), expected, rtol=1e-5)
+    model.update(context, candidates, results)
+    model.save(str(tmp_path / "saved"))
+    again = untrained(SMALL.replace(fallback=False))
+    again.load(str(tmp_path / "saved"))
+    assert not again.describe()["store_features"] and again.describe()["buffered"] == len(candidates)
+    np.testing.assert_allclose(scores(again, context, candidates), scores(model, context, candidates), rtol=1e-6)
+    with caplog.at_level(logging.INFO, logger="tvm_cost.tuning"):
+        again._inst._fall_back(RuntimeError("forced"), "predict")  # noqa: SLF001
+    assert again.xgb.data_size == 0 and "unseeded" in caplog.text
+
+
 def test_a_checkpoint_calibration_maps_times_and_keeps_scores(task, tmp_path):
     """The checkpoint's `Calibration` turns predicted log-latencies into real times (mean and std), survives
     save -> load, leaves the search's scores alone; a bad one is refused in one line naming the file."""
@@ -309,7 +348,7 @@ def test_two_tasks_keep_separate_buffers(task, task16):
 def test_cuda_candidates_are_scored_without_a_gpu():
     """CUDA schedules featurize on the CPU; the target (H100 tag) names the checkpoint family cuda-sm90."""
     import tvm
-    from conftest import matmul_relu
+    from tuning_tasks import matmul_relu
     from tvm.s_tir import Schedule
     from tvm.s_tir import meta_schedule as ms
 

@@ -120,7 +120,7 @@ def test_handoff_weighting_passes_the_lead_from_the_gnn_to_xgb(task, tmp_path):
     model.update(context, candidates[:4], results[:4])
     assert gnn.updates == 3 and xgb.updates == 4
     # each task hands off on its own count: a task not measured yet starts with the GNN alone
-    from conftest import make_task
+    from tuning_tasks import make_task
 
     other_context = make_task(8, count=1, first_seed=70)[0]
     assert model.current_weights(other_context) == (1.0, 0.0) and model.current_weights(context) == (0.0, 1.0)

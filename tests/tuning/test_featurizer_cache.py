@@ -43,7 +43,7 @@ def assert_same_graphs(a: list[dict], b: list[dict]) -> None:
 @pytest.fixture(scope="module")
 def distinct_task():
     """A task's context and 12 candidates with distinct scheduled modules (sampled tiles repeat across seeds)."""
-    from conftest import make_task
+    from tuning_tasks import make_task
 
     context, candidates, _ = make_task(count=40)
     assert len(distinct(candidates)) >= 12
@@ -128,6 +128,31 @@ def test_without_the_walk_rows_and_globals_match_the_graphs_and_nothing_is_walke
     # so the ranker, which reads only those, scores the same with either featurizer
     np.testing.assert_array_equal(RankerCostModel(None, featurizer=rows_only).features(context, candidates),
                                   RankerCostModel(None, featurizer=CandidateFeaturizer()).features(context, candidates))
+
+
+def test_without_store_features_the_graphs_are_the_walks_and_nothing_is_extracted(distinct_task, monkeypatch):
+    """`store_features=False`: the graphs with rows, their PerStoreFeature columns zero, from the walk alone; cached
+    apart from the graphs with rows, so a model reading rows still gets them from the same featurizer."""
+    from tvm_cost.features.schema import NUM_STORE_FEATURES
+
+    context, candidates = distinct_task
+    full = CandidateFeaturizer(cache_size=0).graphs(context, candidates)
+    extracted = counting(monkeypatch)
+    featurizer = CandidateFeaturizer(chunk_size=5)
+    structure = featurizer.graphs(context, candidates, store_features=False)
+    again = featurizer.graphs(context, candidates[:4], store_features=False)
+    assert extracted == [] and (featurizer.hits, featurizer.misses) == (4, 12)
+    for g, s in zip(full, structure, strict=True):
+        assert s.keys() == g.keys() and s["x"].dtype == np.float32
+        assert not s["x"][:, :NUM_STORE_FEATURES].any() and g["x"][:, :NUM_STORE_FEATURES].any()
+        np.testing.assert_array_equal(s["x"][:, NUM_STORE_FEATURES:], g["x"][:, NUM_STORE_FEATURES:])
+        for key in ("edge_index", "edge_attr", "u"):
+            np.testing.assert_array_equal(s[key], g[key])
+    assert_same_graphs(again, structure[:4])
+    assert_same_graphs(featurizer.graphs(context, candidates[:4]), full[:4])
+    assert extracted == [4]
+    with pytest.raises(ValueError, match="nothing but the PerStoreFeature rows"):
+        CandidateFeaturizer(walk=False).graphs(context, candidates, store_features=False)
 
 
 def test_globals_are_the_tasks_then_each_candidates_trace_decisions(distinct_task):

@@ -14,6 +14,7 @@ from tvm_cost.cli import main
 from tvm_cost.errors import TvmCostError
 from tvm_cost.features.program_schema import CANDIDATE_SCHEMA
 from tvm_cost.train import load_checkpoint, read_metadata
+from tvm_cost.tuning.cost_model import reads_store_features
 from tvm_cost.tuning.offline import family_split, mean_over_folds, regression_metrics
 
 
@@ -70,6 +71,11 @@ def test_train_and_eval_commands(tiny_logs, tmp_path, capsys):
     assert main(["train", str(tiny_logs), "--out", str(tmp_path / "rank_only"), "--no-times", *small]) == 0
     assert "times member" not in capsys.readouterr().out and not (tmp_path / "rank_only-times.json").exists()
     assert read_metadata(tmp_path / "rank_only")["extra"]["times"] is None
+    assert meta["extra"]["store_features"] and reads_store_features(model)
+    assert main(["train", str(tiny_logs), "--out", str(tmp_path / "walk"), "--no-store-features", *small]) == 0
+    for name in ("walk", "walk-times"):  # both networks ignore the rows, so a tune never extracts them
+        walk, walk_meta = load_checkpoint(tmp_path / name, schema=CANDIDATE_SCHEMA)
+        assert walk_meta["extra"]["store_features"] is False and not reads_store_features(walk)
     per_work, meta = load_checkpoint(tmp_path / "no_fam1", schema=CANDIDATE_SCHEMA)
     assert [CANDIDATE_SCHEMA.globals[c] for c in per_work.config.work_globals] == ["log_flops", "log_bytes"]
     assert meta["extra"]["excluded_families"] == ["fam1"] and meta["extra"]["tasks"] == 1
@@ -267,6 +273,22 @@ def test_kernel_data_scaling_trains_both_models_on_each_fraction_of_the_training
     assert [(r["fraction"], r["draw"]) for r in rows] == [(0.5, 0), (0.5, 1), (1.0, 0)]
     assert all(r["train_tasks"] == 1 and r["train_candidates"] == r["test_candidates"] == 8 for r in rows)
     assert all(0.0 <= r[m]["pairwise_acc"] <= 1.0 for r in rows for m in ("xgb", "gnn"))
+
+
+def test_structure_only_study_checks_the_walk_and_scores_each_variant(tiny_logs, tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).parents[2] / "scripts" / "structure_only_study.py"
+    out = tmp_path / "study.json"
+    subprocess.run([sys.executable, str(script), "--data", str(tiny_logs), "--test-families", "fam1", "--seeds", "0",
+                    "--variants", "full,structure,structure-raw", "--epochs", "2", "--check-walk", "--json", str(out)],
+                   capture_output=True, check=True)
+    results = json.loads(out.read_text())["results"]
+    assert results["walk_agreement"] == {"records": 16, "same": 16, "stores_differ": 0, "features_differ": 0}
+    assert set(results) == {"walk_agreement", "xgb", "ranker-trace", "full/0", "structure/0", "structure-raw/0"}
+    assert all(0.0 <= results[m]["pairwise_acc"] <= 1.0 for m in ("full/0", "structure/0", "structure-raw/0"))
 
 
 def test_subset_records_keeps_a_range_of_records_and_their_re_timings(tiny_logs, tmp_path):

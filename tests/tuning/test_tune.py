@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import matmul_relu
+from tuning_tasks import matmul_relu
 from tvm.s_tir import meta_schedule as ms
 
 from tvm_cost.tuning import COST_MODEL_KINDS, EnsembleCostModel, GNNCostModel, RankerCostModel, auto_kind, \

@@ -38,7 +38,7 @@ def main(mode: str, work_dir: str) -> dict:
 
     torch.set_num_threads(1)
     logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)
-    from conftest import LLVM, matmul_relu
+    from tuning_tasks import LLVM, matmul_relu
     from tvm.s_tir import meta_schedule as ms
     from tvm.s_tir.meta_schedule.testing.dummy_object import DummyBuilder, DummyRunner
 

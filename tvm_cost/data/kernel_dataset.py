@@ -75,6 +75,22 @@ def to_data(graph: dict[str, np.ndarray], **attrs: Any) -> Any:
     return Data(**{k: torch.from_numpy(np.ascontiguousarray(graph[k])) for k in GRAPH_KEYS}, **attrs)
 
 
+def without_store_features(item: Any) -> Any:
+    """A copy of a dataset item whose PerStoreFeature columns (the first 164 of `x`) are zero, the rest shared.
+
+    What a model that never runs the extractor trains on (`tvm-cost train --no-store-features`): constant in
+    training, the columns standardize to 0 (`feature_stats`), so the model ignores them, and `GNNCostModel` builds
+    its graphs from the walk alone (`program_graph.structure_graph`, the same structure: checked on every CPU
+    record by `scripts/structure_only_study.py --check-walk`).
+    """
+    from tvm_cost.features.schema import NUM_STORE_FEATURES
+
+    out = item.clone()
+    out.x = item.x.clone()
+    out.x[:, :NUM_STORE_FEATURES] = 0.0
+    return out
+
+
 # --- raw records -------------------------------------------------------------------------------------------------
 @dataclass
 class _RawTask:

@@ -207,6 +207,13 @@ def joined_graph(candidate: ms.MeasureCandidate, rows: np.ndarray, u: np.ndarray
     return program_graph(nodes, rows, u)
 
 
+def structure_graph(walk: Walk, u: np.ndarray) -> dict[str, np.ndarray]:
+    """The program graph of a candidate from its `walk_candidates` walk alone, its PerStoreFeature columns zero:
+    all a model trained without them reads (`tvm-cost train --no-store-features`), with no extraction."""
+    nodes, structure = walk
+    return program_graph(nodes, np.zeros((len(nodes), NUM_STORE_FEATURES), np.float32), u, structure=structure)
+
+
 def store_feature_rows(context: ms.TuneContext, candidates: list[ms.MeasureCandidate]) -> list[np.ndarray]:
     """`PerStoreFeature(extract_workload=False)` rows of each candidate, float32 [stores, 164]."""
     from tvm.s_tir import meta_schedule as ms

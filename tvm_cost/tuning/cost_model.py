@@ -51,8 +51,9 @@ from tvm_cost.data.kernel_dataset import to_data
 from tvm_cost.errors import TvmCostError
 from tvm_cost.features.program_graph import to_pyg_batch
 from tvm_cost.features.program_schema import CANDIDATE_SCHEMA
+from tvm_cost.features.schema import NUM_STORE_FEATURES
 from tvm_cost.models import CostModel, ModelConfig, build_model
-from tvm_cost.models.base import log_work
+from tvm_cost.models.base import GraphCostModel, log_work
 from tvm_cost.train.calibration import Calibration
 from tvm_cost.tuning.checkpoints import shipped_checkpoint, target_name
 from tvm_cost.tuning.config import GNNCostModelConfig
@@ -67,16 +68,27 @@ STATE_FORMAT = "tvm-cost-gnn-cost-model"
 STATE_VERSION = 1
 
 
+def reads_store_features(model: CostModel) -> bool:
+    """Whether `model` reads any PerStoreFeature column of its graphs' nodes. False when every one was constant in
+    its training (`tvm-cost train --no-store-features`), so standardizes to 0 whatever its value: the graphs then
+    need no extraction (`CandidateFeaturizer.graphs(..., store_features=False)`). An untrained model reads them."""
+    stds = [m.x_std[:NUM_STORE_FEATURES] for m in model.modules() if isinstance(m, GraphCostModel)]
+    return any(bool(torch.isfinite(std).any()) for std in stds)
+
+
 @derived_object
 class GNNCostModel(PyCostModel):
     """A GNN cost model for MetaSchedule (see the module docstring for the score, update and fallback rules).
 
     On held-out CPU tasks (population 128) it leads XGBModel up to 64 trials in every seed set, ends at 0.91-1.03x
-    its best at 128, and reached XGBModel's 128-trial best in a median of 82.5 trials over 360 runs (95 % interval
-    over seed sets: 60.5 to 103; XGBModel itself needs 1.38x as many, paired by set); before it read the trace
+    its best at 128, and reached XGBModel's 128-trial best in a median of 77 trials over 378 runs (95 % interval
+    over seed sets: 55 to 100; XGBModel itself needs 1.48x as many, paired by set); before it read the trace
     decisions it trailed late, and at MetaSchedule's default population of 512 it ended 15 % behind
-    (docs/kernel_model.md: runs thirty-seven, thirty-eight; runs thirteen, fifteen).
+    (docs/kernel_model.md: runs thirty-eight, thirty-nine; runs thirteen, fifteen).
     ``tvm-cost tune``'s default on CPUs is the trace ranker (`RankerCostModel`), which needs fewer trials still.
+
+    Weights trained with ``tvm-cost train --no-store-features`` read no PerStoreFeature column (`reads_store_features`):
+    their graphs come from the walk of the scheduled TIR and the trace alone, and predict never runs the extractor.
 
     Args:
         checkpoint: "auto": the checkpoint shipped for the target (found at first use), else untrained with a
@@ -99,6 +111,7 @@ class GNNCostModel(PyCostModel):
         self.source = "none"
         self.calibration = Calibration()  # of the weights' times (`predict_with_uncertainty`); identity if untrained
         self.times: CostModel | None = None  # the checkpoint's times member, if it has one
+        self.store_features = True  # whether the weights read PerStoreFeature rows (`reads_store_features`)
         self.trained = False  # weights came from training (a checkpoint or a given model)
         self.norm_fitted = False
         self.updates = 0
@@ -132,6 +145,7 @@ class GNNCostModel(PyCostModel):
 
             self.times = load_checkpoint(path.parent / str(extra["times"]), schema=CANDIDATE_SCHEMA)[0]
         self.model, self.source, self.trained = model.eval(), source, trained
+        self.store_features = any(reads_store_features(m) for m in (model, self.times) if m is not None)
         self.norm_fitted = trained
         self._optimizer = None
 
@@ -213,7 +227,8 @@ class GNNCostModel(PyCostModel):
                     kept = [(cand, lat) for cand, lat in zip(candidates, labels, strict=True) if lat is not None]
                     if kept:
                         key = task_key(context)
-                        graphs = self.featurizer.graphs(context, [cand for cand, _ in kept])
+                        graphs = self.featurizer.graphs(context, [cand for cand, _ in kept],
+                                                        store_features=self.store_features)
                         self.buffer.add(key, graphs, [lat for _, lat in kept])
                         added = True
                         self._finetune(key, len(graphs))
@@ -304,7 +319,8 @@ class GNNCostModel(PyCostModel):
             return np.zeros(0), np.zeros(0)
         with torch_threads(self.config.num_threads):
             self._materialize(context)
-            mean, std = self._times_log(self.featurizer.graphs(context, candidates), samples=self.config.mc_samples)
+            graphs = self.featurizer.graphs(context, candidates, store_features=self.store_features)
+            mean, std = self._times_log(graphs, samples=self.config.mc_samples)
             measured, latency_ms = self.buffer.task(task_key(context))
             if measured:
                 mean = mean + float(np.median(np.log(latency_ms) - self._times_log(measured, samples=1)[0]))
@@ -331,7 +347,7 @@ class GNNCostModel(PyCostModel):
                 "times": "calibrated ranking head" + (" + times member" if self.times is not None else ""),
                 "calibration": self.calibration.to_dict(),
                 "fallback_reason": self.fallback_reason, "updates": self.updates,
-                "buffered": len(self.buffer), "tasks": len(self.buffer.tasks),
+                "store_features": self.store_features, "buffered": len(self.buffer), "tasks": len(self.buffer.tasks),
                 "graph_cache": {"hits": self.featurizer.hits, "misses": self.featurizer.misses}}
 
     # -- internals ---------------------------------------------------------------------------------------------
@@ -341,7 +357,8 @@ class GNNCostModel(PyCostModel):
             return np.zeros(0), np.zeros(0)
         with torch_threads(self.config.num_threads):
             model = self._materialize(context)
-            return self._forward(model, self.featurizer.graphs(context, candidates), samples=samples)
+            return self._forward(model, self.featurizer.graphs(context, candidates,
+                                                               store_features=self.store_features), samples=samples)
 
     def _forward(self, model: CostModel, graphs: Sequence[dict[str, np.ndarray]], *, samples: int
                  ) -> tuple[np.ndarray, np.ndarray]:
@@ -379,6 +396,9 @@ class GNNCostModel(PyCostModel):
                     "tune", where, one_line(err))
         log.debug("GNN cost model failure", exc_info=err)
         self.xgb = make_xgb()
+        if not self.store_features:
+            log.info("XGBModel starts unseeded: the GNN's graphs carry no PerStoreFeature rows to give it")
+            return
         try:
             seeded = seed_xgb(self.xgb, self.buffer.xgb_groups())
             log.info("XGBModel seeded with %d measured candidates", seeded)

@@ -48,6 +48,7 @@ class CandidateFeaturizer:
         cache_size: Graphs kept (least recently used dropped first); 0 turns the cache off.
         walk: False: no program walk; each "graph" is only its PerStoreFeature rows `x` [stores, 164] and its
             globals `u`, all `RankerCostModel` reads (the walk is ~4% of the extraction time).
+            `graphs(..., store_features=False)` asks for the opposite: the walk alone, no extraction.
         chunk_size: Candidates per extraction call (>= 1). A call's candidates are hashed, walked and joined to
             their rows on the calling thread a chunk at a time while a worker thread extracts
             (`extract_pipelined`), so little of that is left after the last chunk's extraction.
@@ -63,27 +64,35 @@ class CandidateFeaturizer:
         self.chunk_size = chunk_size
         self.hits = self.misses = 0
         self._u: dict[str, np.ndarray] = {}
-        self._cache: OrderedDict[tuple[str, int], Graph] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, int, bool], Graph] = OrderedDict()
 
-    def graphs(self, context: Any, candidates: Sequence[Any]) -> list[Graph]:
-        """One graph per candidate (a candidate without any store gets a single all-zero node)."""
+    def graphs(self, context: Any, candidates: Sequence[Any], *, store_features: bool = True) -> list[Graph]:
+        """One graph per candidate (a candidate without any store gets a single all-zero node).
+
+        Args:
+            store_features: False: graphs from the walk and the trace alone, PerStoreFeature columns zero
+                (`program_graph.structure_graph`), for a model that does not read them: no extraction. Cached
+                apart from the graphs with rows.
+        """
         from tvm_ffi import structural_hash
 
-        from tvm_cost.features.program_graph import extract_pipelined
+        from tvm_cost.features.program_graph import extract_pipelined, structure_graph
 
         if not candidates:
             return []
+        if not (store_features or self.walk):
+            raise ValueError("a featurizer without the walk has nothing but the PerStoreFeature rows to give")
         key = task_key(context)
         u = self.task_globals(context, key)
-        keys: list[tuple[str, int]] = []
-        new: dict[tuple[str, int], int] = {}  # the modules not cached, in the order they are extracted
+        keys: list[tuple[str, int, bool]] = []
+        new: dict[tuple[str, int, bool], int] = {}  # the modules not cached, in the order they are extracted
 
         def fresh_chunks() -> Iterator[list[Any]]:
             """The candidates to extract, `chunk_size` hashed at a time (beside the previous chunk's extraction)."""
             for start in range(0, len(candidates), self.chunk_size):
                 fresh = []
                 for cand in candidates[start:start + self.chunk_size]:
-                    k = (key, int(structural_hash(cand.sch.mod)))
+                    k = (key, int(structural_hash(cand.sch.mod)), store_features)
                     keys.append(k)
                     if k not in self._cache and k not in new:
                         new[k] = len(new)
@@ -91,8 +100,12 @@ class CandidateFeaturizer:
                 if fresh:
                     yield fresh
 
-        joined = extract_pipelined(context, fresh_chunks(), lambda chunk: self._python_side(context, chunk, u),
-                                   lambda rows, side: self._joined(context, rows, side))
+        if store_features:
+            joined = extract_pipelined(context, fresh_chunks(), lambda chunk: self._python_side(context, chunk, u),
+                                       lambda rows, side: self._joined(context, rows, side))
+        else:
+            joined = [[structure_graph(walk, cu) for _, walk, cu in self._python_side(context, chunk, u)]
+                      for chunk in fresh_chunks()]
         fresh = [g for chunk in joined for g in chunk]
         self.hits += len(keys) - len(new)
         self.misses += len(new)
