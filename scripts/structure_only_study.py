@@ -13,8 +13,8 @@ the training families, per seed and variant:
   (what the trace ranker reads beyond the decision summary).
 
 Each is scored on the held-out families beside XGBModel and the trace ranker, trained on the same items.
-``--check-walk`` first checks that the walk alone gives each record the structure of its cached graph, so the
-``structure`` variant is what a tune would feed such a model.
+``--check-walk`` first checks that the walk alone (as the tune walks it: GPU lowering on GPU targets) gives each
+record the structure of its cached graph, so the ``structure`` variant is what a tune would feed such a model.
 
     python scripts/structure_only_study.py --data tuning_logs/llvm-1core-xeon --variants full,structure \
         --seeds 0 --check-walk --json OUT.json
@@ -47,6 +47,7 @@ def walk_agreement(ds: Any) -> dict[str, int]:
     PerStoreFeature-free featurizer would have in a tune) with the structure of its cached graph: the node features
     of our own, the edges and their features. Counts the records that agree, that differ in the number of stores,
     and that differ otherwise."""
+    import tvm
     from tvm.s_tir import Schedule
     from tvm.s_tir import meta_schedule as ms
     from tvm.s_tir.schedule import Trace
@@ -64,7 +65,8 @@ def walk_agreement(ds: Any) -> dict[str, int]:
             workloads[d.task] = ms.database.Workload.from_json([task.shash, task.workload]).mod
         sch = Schedule(workloads[d.task])
         Trace.apply_json_to_schedule(task.records[d.record][0], sch)
-        own, edge_index, edge_attr = graph_structure(store_nodes(sch.mod, is_gpu=False))
+        is_gpu = "gpu" in [str(k) for k in tvm.target.Target(task.target).keys]
+        own, edge_index, edge_attr = graph_structure(store_nodes(sch.mod, is_gpu=is_gpu))
         cached = d.x.numpy()[:, NUM_STORE_FEATURES:]
         if own.shape != cached.shape:
             counts["stores_differ"] += 1
