@@ -35,9 +35,11 @@ def with_raw_decisions(item: Any) -> Any:
     """A copy of a dataset item whose globals end with its trace's first 40 raw decision values (`raw_decisions`
     without the sketch's id, a hash a tree can split on but a network cannot read): what the trace ranker reads
     beyond the decision summary."""
+    import copy
+
     import torch
 
-    out = item.clone()
+    out = copy.copy(item)  # shallow: only `u` is replaced
     out.u = torch.cat([item.u, item.raw_decisions[:, 1:].to(item.u.dtype)], dim=1)
     return out
 
@@ -58,14 +60,15 @@ def walk_agreement(ds: Any) -> dict[str, int]:
 
     raw = _read_raw(ds.root)
     counts = {"records": len(ds), "same": 0, "stores_differ": 0, "features_differ": 0}
-    workloads: dict[str, Any] = {}
+    workloads: dict[str, tuple[Any, bool]] = {}  # per task: its workload, and whether its target is a GPU
     for d in ds:
         task = raw[d.task]
         if d.task not in workloads:
-            workloads[d.task] = ms.database.Workload.from_json([task.shash, task.workload]).mod
-        sch = Schedule(workloads[d.task])
+            workloads[d.task] = (ms.database.Workload.from_json([task.shash, task.workload]).mod,
+                                 "gpu" in [str(k) for k in tvm.target.Target(task.target).keys])
+        mod, is_gpu = workloads[d.task]
+        sch = Schedule(mod)
         Trace.apply_json_to_schedule(task.records[d.record][0], sch)
-        is_gpu = "gpu" in [str(k) for k in tvm.target.Target(task.target).keys]
         own, edge_index, edge_attr = graph_structure(store_nodes(sch.mod, is_gpu=is_gpu))
         cached = d.x.numpy()[:, NUM_STORE_FEATURES:]
         if own.shape != cached.shape:
@@ -86,7 +89,7 @@ def main() -> None:
     parser.add_argument("--variants", default="full,structure")
     parser.add_argument("--epochs", type=int, default=40)
     parser.add_argument("--check-walk", action="store_true",
-                        help="also check that the walk alone gives each record's cached structure (CPU data)")
+                        help="also check that the walk alone gives each record's cached structure")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     import torch
@@ -124,8 +127,8 @@ def main() -> None:
             model_config = ModelConfig.for_schema(CANDIDATE_SCHEMA, hidden=64, layers=3, readout="sum", seed=seed,
                                                   work_globals=WORK_GLOBALS).replace(
                 global_dim=int(train_view[0].u.shape[1]))
-            train_config = TrainConfig(epochs=args.epochs, batch_size=64, lr=2e-3, listwise_weight=1.0, task_mse_weight=1.0,
-                                       batching="group", patience=None, seed=seed)
+            train_config = TrainConfig(epochs=args.epochs, batch_size=64, lr=2e-3, listwise_weight=1.0,
+                                       task_mse_weight=1.0, batching="group", patience=None, seed=seed)
             t1 = time.perf_counter()
             model, _ = train_gnn(train_view, model_config=model_config, train_config=train_config)
             pred = predict_log_ms(model, test_view)

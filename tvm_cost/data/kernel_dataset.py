@@ -80,12 +80,14 @@ def without_store_features(item: Any) -> Any:
 
     What a model that never runs the extractor trains on (`tvm-cost train --no-store-features`): constant in
     training, the columns standardize to 0 (`feature_stats`), so the model ignores them, and `GNNCostModel` builds
-    its graphs from the walk alone (`program_graph.structure_graph`, the same structure: checked on every CPU
-    record by `scripts/structure_only_study.py --check-walk`).
+    its graphs from the walk alone (`program_graph.structure_graph`, the same structure: checked on every CPU and
+    CUDA record by `scripts/structure_only_study.py --check-walk`).
     """
+    import copy
+
     from tvm_cost.features.schema import NUM_STORE_FEATURES
 
-    out = item.clone()
+    out = copy.copy(item)  # shallow: only `x` is replaced, so the other tensors need no copy
     out.x = item.x.clone()
     out.x[:, :NUM_STORE_FEATURES] = 0.0
     return out
