@@ -65,6 +65,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kind", default="gnn", help="the kind to read where SUMMARY names none")
     p.add_argument("--vs", metavar="KIND", help="also pool KIND (e.g. xgb-warm16) from the same summaries and give "
                                                 "how many times the trials it needs, paired by seed set")
+    p.add_argument("--vs-from", nargs="+", metavar="SUMMARY", help="read --vs from these summaries instead, one for "
+                   "each SUMMARY in order: the same seed sets tuned with other weights (the same XGBModel runs "
+                   "merged into both, so each pair shares its references)")
     p.add_argument("--json", help="also write the pooled numbers here")
     p.set_defaults(func=_bench_pool)
 
@@ -242,24 +245,27 @@ def _bench_pool(args: argparse.Namespace) -> None:
     from tvm_cost.errors import TvmCostError
     from tvm_cost.tuning.bench import pool_trials, write_json
 
+    def read(path: str) -> dict[str, Any]:
+        try:
+            return dict(json.loads(Path(path).read_text(encoding="utf-8")))
+        except (OSError, ValueError) as err:
+            raise TvmCostError(f"cannot read the bench summary ({type(err).__name__}: {err})", path=path) from None
+
     sets = []
     for spec in args.summaries:
         path, sep, kind = spec.rpartition(":")
         if not (sep and path.endswith(".json")):  # no KIND given
             path, kind = spec, args.kind
-        try:
-            summary = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as err:
-            raise TvmCostError(f"cannot read the bench summary ({type(err).__name__}: {err})", path=path) from None
-        sets.append((path, summary, kind))
-    pooled = pool_trials(sets, versus=args.vs)
+        sets.append((path, read(path), kind))
+    versus_from = None if args.vs_from is None else [(path, read(path)) for path in args.vs_from]
+    pooled = pool_trials(sets, versus=args.vs, versus_from=versus_from)
     table = Table(title="trials to XGBModel's best after the largest budget (median over runs; never: half of them or "
                         "fewer reached it)")
     for col in ("summary", "kind", "seeds", "runs", "reached", "median trials", "95 % interval (sets resampled)"):
         table.add_column(col, justify="left" if col in ("summary", "kind") else "right")
     rows = [*pooled["sets"], {"label": "pooled", "kind": "", "seeds": "", **pooled["pooled"]}]
     if args.vs:
-        rows.append({"label": "pooled", "seeds": "", **pooled["versus"]})
+        rows.append({"label": "pooled" + (" (--vs-from)" if args.vs_from else ""), "seeds": "", **pooled["versus"]})
     for row in rows:
         ci = row.get("median_ci95")
         table.add_row(row["label"], row["kind"], ",".join(map(str, row["seeds"] or [])), str(row["runs"]),
@@ -270,7 +276,8 @@ def _bench_pool(args: argparse.Namespace) -> None:
     if args.vs:
         vs = pooled["versus"]
         ci = vs.get("ratio_ci95")
-        console.print(f"pooled median trials, {args.vs} / the kinds above: {_times_text(vs['ratio'])}"
+        name = f"{args.vs} of --vs-from" if args.vs_from else args.vs
+        console.print(f"pooled median trials, {name} / the kinds above: {_times_text(vs['ratio'])}"
                       + ("" if ci is None else f" (95 % interval {_times_text(ci[0])} to {_times_text(ci[1])}, "
                                                "each draw of sets serving both)"))
     if args.json:

@@ -213,6 +213,28 @@ def test_the_paired_ratio_draws_the_same_sets_for_both_kinds():
         pool_trials([("n", never, "gnn")], versus="ranker")
 
 
+def test_versus_read_from_partner_summaries_pairs_them_by_set_and_refuses_other_references():
+    """The same sets tuned by two GNNs, each merged with the set's XGBModel runs: both kinds are named gnn, so the
+    second is read from the partner summaries; partners whose references differ do not pair."""
+    from tvm_cost.tuning.bench import pool_trials
+
+    def merged(trials: list[float], ref: float, seed: int) -> dict:
+        return {"seeds": [seed], "per_task": {"t0": {"reference_ms": ref, "trials_to_reference": {"gnn": trials}}}}
+
+    walk = [("w1", merged([10.0] * 3, 1.0, 1), "gnn"), ("w2", merged([100.0] * 3, 2.0, 2), "gnn")]
+    rows = [("r1", merged([30.0] * 3, 1.0, 1)), ("r2", merged([300.0] * 3, 2.0, 2))]
+    out = pool_trials(walk, versus="gnn", versus_from=rows, resamples=300, seed=1)
+    assert out["pooled"]["median_trials"] == 55.0 and out["versus"]["median_trials"] == 165.0
+    assert out["versus"]["from"] == ["r1", "r2"] and out["versus"]["ratio_ci95"] == [3.0, 3.0]
+    assert pool_trials(walk, versus="gnn")["versus"]["ratio"] == 1.0  # without partners: each summary against itself
+    with pytest.raises(TvmCostError, match="r2: its tasks or their references differ from w1's"):
+        pool_trials(walk, versus="gnn", versus_from=rows[::-1])
+    with pytest.raises(TvmCostError, match="pair each of the 2 summaries"):
+        pool_trials(walk, versus="gnn", versus_from=rows[:1])
+    with pytest.raises(TvmCostError, match="no versus kind"):
+        pool_trials(walk, versus_from=rows)
+
+
 def test_bench_pool_cli_reads_a_kind_per_summary_and_refuses_a_bad_file_in_one_line(tmp_path, capsys):
     from tvm_cost.cli import main
     from tvm_cost.tuning.bench import write_json
@@ -232,6 +254,8 @@ def test_bench_pool_cli_reads_a_kind_per_summary_and_refuses_a_bad_file_in_one_l
     capsys.readouterr()
     assert main(["bench", "pool", str(tmp_path / "b.json"), "--kind", "gnn", "--vs", "gnn-decisions"]) == 0
     assert "gnn-decisions / the kinds above: 0x (the kinds above never got there)" in capsys.readouterr().out
+    assert main(["bench", "pool", str(tmp_path / "a.json"), "--vs", "gnn", "--vs-from", str(tmp_path / "a.json")]) == 0
+    assert "gnn of --vs-from / the kinds above: 1.00x" in capsys.readouterr().out
     (tmp_path / "bad.json").write_text("{not json")
     proc = subprocess.run([sys.executable, "-m", "tvm_cost.cli", "bench", "pool", str(tmp_path / "bad.json")],
                           capture_output=True, text=True, check=False, timeout=120)

@@ -366,7 +366,8 @@ def _reach_summary(reached: Sequence[tuple[float, float]]) -> dict[str, Any]:
 
 
 def pool_trials(summaries: Sequence[tuple[str, dict[str, Any], str]], *, versus: str | None = None,
-                resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
+                versus_from: Sequence[tuple[str, dict[str, Any]]] | None = None, resamples: int = 2000,
+                seed: int = 0) -> dict[str, Any]:
     """Trials to the reference pooled over seed sets: `summaries` are (label, a `summarize` output as read back
     from its JSON, the kind to read). Each set keeps its own reference; a run that never reached it counts as
     infinitely many trials, so a median is finite only where more than half the runs reached it.
@@ -378,19 +379,29 @@ def pool_trials(summaries: Sequence[tuple[str, dict[str, Any], str]], *, versus:
     `versus` names a second kind read from the same summaries (XGBModel's, say). Its pooled median is divided by
     the first kind's, and that ratio (how many times the trials the second kind needs) gets an interval from the
     same draws of sets, so each draw compares the two kinds on the same sets and references (a paired bootstrap).
+    `versus_from` reads `versus` from other (label, summary) pairs instead, one for each of `summaries` in order:
+    the same seed sets tuned with other weights, say, whose runs had the same tasks and references.
 
     Raises:
-        TvmCostError: A summary without per-run trials of a kind (one line naming the label and the kinds).
+        TvmCostError: A summary without per-run trials of a kind (one line naming the label and the kinds), or a
+            `versus_from` summary whose tasks or references differ from its partner's (or one too many or few).
     """
-    kinds: list[str | None] = [None] if versus is None else [None, versus]  # None: each summary's own kind
+    if versus_from is not None:
+        if versus is None or len(versus_from) != len(summaries):
+            raise TvmCostError(f"pair each of the {len(summaries)} summaries with one to read the versus kind from "
+                               f"(got {len(versus_from)}{'' if versus else ' and no versus kind'})")
+        for (label, summary, _), (other_label, other) in zip(summaries, versus_from):
+            _check_same_references(label, summary, other_label, other)
+    partners = versus_from or [(label, summary) for label, summary, _ in summaries]
     sets: list[dict[str, Any]] = []
-    pooled: dict[str | None, list[list[float]]] = {k: [] for k in kinds}
-    for label, summary, kind in summaries:
-        for k in kinds:
-            runs = _runs_to_reference(label, summary, kind if k is None else k)
-            pooled[k].append(runs)
-            if k is None:
-                sets.append({"label": label, "kind": kind, "seeds": summary.get("seeds"), **_trials_summary(runs)})
+    # None: each summary's own kind
+    pooled: dict[str | None, list[list[float]]] = {None: []} if versus is None else {None: [], versus: []}
+    for (label, summary, kind), (other_label, other) in zip(summaries, partners):
+        runs = _runs_to_reference(label, summary, kind)
+        pooled[None].append(runs)
+        sets.append({"label": label, "kind": kind, "seeds": summary.get("seeds"), **_trials_summary(runs)})
+        if versus is not None:
+            pooled[versus].append(_runs_to_reference(other_label, other, versus))
     rows = {k: _trials_summary([t for runs in per_set for t in runs]) for k, per_set in pooled.items()}
     medians = {}  # each kind's pooled median per draw of sets; one set has nothing to resample
     if len(summaries) > 1:
@@ -400,11 +411,23 @@ def pool_trials(summaries: Sequence[tuple[str, dict[str, Any], str]], *, versus:
             row["median_ci95"] = _ci95(medians[k])
     out: dict[str, Any] = {"sets": sets, "pooled": rows[None]}
     if versus is not None:
-        vs = out["versus"] = {"kind": versus, **rows[versus],
+        vs = out["versus"] = {"kind": versus, **({"from": [lb for lb, _ in versus_from]} if versus_from else {}),
+                              **rows[versus],
                               "ratio": _ratio(rows[versus]["median_trials"], rows[None]["median_trials"])}
         if medians:
             vs["ratio_ci95"] = _ci95(_ratio(medians[versus], medians[None]))
     return out
+
+
+def _check_same_references(label: str, summary: dict[str, Any], other_label: str, other: dict[str, Any]) -> None:
+    """Runs of two summaries pair only where each task's reference (XGBModel's best, the bar both count trials to)
+    is the same: the same seed set's XGBModel runs, merged with each."""
+    def refs(s: dict[str, Any]) -> dict[str, Any]:
+        return {task: v.get("reference_ms") for task, v in s.get("per_task", {}).items()}
+
+    if refs(summary) != refs(other):
+        raise TvmCostError(f"{other_label}: its tasks or their references differ from {label}'s, so their runs "
+                           "cannot be paired (merge the same XGBModel runs into both)")
 
 
 def _runs_to_reference(label: str, summary: dict[str, Any], kind: str) -> list[float]:
