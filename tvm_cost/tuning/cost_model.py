@@ -81,14 +81,16 @@ class GNNCostModel(PyCostModel):
     """A GNN cost model for MetaSchedule (see the module docstring for the score, update and fallback rules).
 
     On held-out CPU tasks (population 128) it leads XGBModel up to 64 trials in every seed set, ends at 0.91-1.03x
-    its best at 128, and reached XGBModel's 128-trial best in a median of 77 trials over 378 runs (95 % interval
-    over seed sets: 55 to 100; XGBModel itself needs 1.48x as many, paired by set); before it read the trace
+    its best at 128, and reached XGBModel's 128-trial best in a median of 74 trials over 432 runs (95 % interval
+    over seed sets: 53.5 to 93; XGBModel itself needs 1.54x as many, paired by set); before it read the trace
     decisions it trailed late, and at MetaSchedule's default population of 512 it ended 15 % behind
-    (docs/kernel_model.md: runs thirty-eight, thirty-nine; runs thirteen, fifteen).
+    (docs/kernel_model.md: runs thirty-nine, forty; runs thirteen, fifteen).
     ``tvm-cost tune``'s default on CPUs is the trace ranker (`RankerCostModel`), which needs fewer trials still.
 
     Weights trained with ``tvm-cost train --no-store-features`` read no PerStoreFeature column (`reads_store_features`):
     their graphs come from the walk of the scheduled TIR and the trace alone, and predict never runs the extractor.
+    On three fresh seed sets such weights needed fewer trials than the same recipe with the rows (37 against 56.5
+    pooled; docs/kernel_model.md, run forty).
 
     Args:
         checkpoint: "auto": the checkpoint shipped for the target (found at first use), else untrained with a
@@ -227,8 +229,7 @@ class GNNCostModel(PyCostModel):
                     kept = [(cand, lat) for cand, lat in zip(candidates, labels, strict=True) if lat is not None]
                     if kept:
                         key = task_key(context)
-                        graphs = self.featurizer.graphs(context, [cand for cand, _ in kept],
-                                                        store_features=self.store_features)
+                        graphs = self._graphs(context, [cand for cand, _ in kept])
                         self.buffer.add(key, graphs, [lat for _, lat in kept])
                         added = True
                         self._finetune(key, len(graphs))
@@ -319,8 +320,7 @@ class GNNCostModel(PyCostModel):
             return np.zeros(0), np.zeros(0)
         with torch_threads(self.config.num_threads):
             self._materialize(context)
-            graphs = self.featurizer.graphs(context, candidates, store_features=self.store_features)
-            mean, std = self._times_log(graphs, samples=self.config.mc_samples)
+            mean, std = self._times_log(self._graphs(context, candidates), samples=self.config.mc_samples)
             measured, latency_ms = self.buffer.task(task_key(context))
             if measured:
                 mean = mean + float(np.median(np.log(latency_ms) - self._times_log(measured, samples=1)[0]))
@@ -357,8 +357,11 @@ class GNNCostModel(PyCostModel):
             return np.zeros(0), np.zeros(0)
         with torch_threads(self.config.num_threads):
             model = self._materialize(context)
-            return self._forward(model, self.featurizer.graphs(context, candidates,
-                                                               store_features=self.store_features), samples=samples)
+            return self._forward(model, self._graphs(context, candidates), samples=samples)
+
+    def _graphs(self, context: Any, candidates: Sequence[Any]) -> list[dict[str, np.ndarray]]:
+        """The candidates' graphs as these weights read them: without the extraction where they ignore its rows."""
+        return self.featurizer.graphs(context, candidates, store_features=self.store_features)
 
     def _forward(self, model: CostModel, graphs: Sequence[dict[str, np.ndarray]], *, samples: int
                  ) -> tuple[np.ndarray, np.ndarray]:
