@@ -35,9 +35,6 @@ def register(sub: Any) -> None:
                    help="also train the times member (OUT-times: the same network on the log-MSE alone, DATA's own "
                         "records only), which GNNCostModel.predict_with_uncertainty averages with the calibrated "
                         "ranking head")
-    p.add_argument("--store-features", action=argparse.BooleanOptionalAction, default=True,
-                   help="read the PerStoreFeature rows (--no-store-features: the program graph's structure and the "
-                        "trace alone; GNNCostModel then never runs the extractor, at some cost in ranking)")
     _add_training_args(p)
     p.set_defaults(func=_train)
 
@@ -76,6 +73,10 @@ def _add_training_args(p: argparse.ArgumentParser) -> None:
                         "among fast candidates counts more (0: all pairs alike)")
     p.add_argument("--listwise-weight", type=float, default=1.0, help="weight of the ListMLE loss within tasks")
     p.add_argument("--task-mse-weight", type=float, default=1.0, help="weight of the per-task centered log-MSE")
+    p.add_argument("--store-features", action=argparse.BooleanOptionalAction, default=True,
+                   help="the GNN reads the PerStoreFeature rows (--no-store-features: the program graph's structure "
+                        "and the trace alone; GNNCostModel then never runs the extractor, at some cost in ranking; "
+                        "eval's XGBModel and rankers keep the rows)")
 
 
 def _configs(args: argparse.Namespace, seed: int = 0) -> tuple[Any, Any]:
@@ -347,6 +348,7 @@ def _eval_folds(args: argparse.Namespace, seeds: list[int], configs: tuple[Any, 
             train_idx = np.concatenate([train_idx, np.arange(len(items), len(fold_items))])
             result = compare_on_held_out(
                 fold_items, train_idx, test_idx, seeds=seeds, model_config=model_config, train_config=train_config,
+                store_features=args.store_features,
                 on_epoch=lambda seed, r: progress.update(  # called within this iteration only
                     bar, advance=1, description=f"train GNN {','.join(fold)} seed {seed}"))
             groups = [ds.groups[int(i)] for i in test_idx]
@@ -374,7 +376,7 @@ def _eval_report(args: argparse.Namespace, ds: Any, folds: list[list[str]], resu
     model_config, train_config = configs
     summary = mean_over_folds(results) if each else results[0]
     report = {"data": str(args.data), "records": len(ds), "tasks": len(ds.tasks), "rank_data": args.rank_data,
-              "seeds": seeds,
+              "seeds": seeds, "store_features": args.store_features,
               "model_config": model_config.to_dict(), "train_config": train_config.to_dict(),
               "elapsed_s": round(elapsed_s, 1),
               **({"test_families": "each", "folds": fold_reports} if each else
@@ -400,6 +402,8 @@ def _eval_table(args: argparse.Namespace, report: dict, summary: dict) -> Any:
         title = (f"held-out families {', '.join(report['test_families'])}: {report['test_tasks']} tasks "
                  f"({report['test_tasks_with_pairs']} with 2+ candidates), {report['test_records']} candidates; "
                  f"mean ± std over seeds {args.seeds}")
+    if not args.store_features:
+        title += "; the GNN without PerStoreFeature rows"
     table = Table(title=title, caption="gnn: ranks by the ranking network; its times are the mean of "
                                         "gnn-rank-calibrated (that network's head, calibrated) and gnn-times-member")
     table.add_column("model")

@@ -108,6 +108,14 @@ def test_train_and_eval_commands(tiny_logs, tmp_path, capsys):
         folds = [f["per_seed"]["0"][name]["pairwise_acc"] for f in report["folds"].values()]
         assert report["mean"][name]["pairwise_acc"] == pytest.approx(np.mean(folds))
     assert png.read_bytes()[:4] == b"\x89PNG"
+    with_rows = report
+    assert main(["eval", str(tiny_logs), "--test-families", "each", "--seeds", "0", *small, "--no-store-features",
+                 "--json", str(report_path)]) == 0  # the GNN without the rows; XGBModel and the rankers keep them
+    report = json.loads(report_path.read_text())
+    assert "without PerStoreFeature rows" in capsys.readouterr().out and not report["store_features"]
+    for name in ("xgb", "ranker"):
+        assert report["mean"][name] == with_rows["mean"][name]
+    assert report["mean"]["gnn-times-member"] != with_rows["mean"]["gnn-times-member"]
     assert main(["eval", str(tiny_logs), "--test-families", "bert", *small]) == 2  # one line, no traceback
     assert capsys.readouterr().err.count("\n") == 1
 

@@ -1,7 +1,7 @@
-"""The checkpoints shipped in the package (CPU: llvm-1core; GPU: cuda-h200; each with its times member
-``-times``; the CPU ranker llvm-1core-ranker): small, safetensors / XGBoost binary + JSON only, current feature
-schema, loaded by `GNNCostModel()` and `RankerCostModel()` for their target; a stale schema is refused in one
-line."""
+"""The checkpoints shipped in the package (CPU: llvm-1core, without PerStoreFeature rows; GPU: cuda-h200; each
+with its times member ``-times``; the CPU ranker llvm-1core-ranker): small, safetensors / XGBoost binary + JSON
+only, current feature schema, loaded by `GNNCostModel()` and `RankerCostModel()` for their target; a stale schema
+is refused in one line."""
 
 from __future__ import annotations
 
@@ -15,14 +15,15 @@ from tvm_cost.features.program_schema import CANDIDATE_SCHEMA, PROGRAM_SCHEMA
 from tvm_cost.models import ModelConfig, SeerNet
 from tvm_cost.train import load_checkpoint, read_metadata, save_checkpoint
 from tvm_cost.tuning import CHECKPOINT_DIR, GNNCostModel, RankerCostModel
+from tvm_cost.tuning.cost_model import reads_store_features
 from tvm_cost.tuning.ranker import LAYOUTS, load_ranker
 from tvm_cost.tuning.ranker_model import SUFFIXES
 
 SHIPPED = CHECKPOINT_DIR / "llvm-1core.safetensors"
 
 
-@pytest.mark.parametrize("name,kind", [("llvm-1core", "llvm"), ("cuda-h200", "cuda")])
-def test_shipped_checkpoint_matches_the_schema_and_loads_without_pickle(name, kind):
+@pytest.mark.parametrize("name,kind,rows", [("llvm-1core", "llvm", False), ("cuda-h200", "cuda", True)])
+def test_shipped_checkpoint_matches_the_schema_and_loads_without_pickle(name, kind, rows):
     shipped = CHECKPOINT_DIR / f"{name}.safetensors"
     assert shipped.is_file() and shipped.with_suffix(".json").is_file()
     assert shipped.stat().st_size < 5e6
@@ -41,6 +42,12 @@ def test_shipped_checkpoint_matches_the_schema_and_loads_without_pickle(name, ki
     times_meta = read_metadata(times)
     assert times_meta["extra"]["role"] == "times" and times_meta["extra"]["records"] == meta["extra"]["records"]
     assert times_meta["extra"]["train_config"]["listwise_weight"] == 0
+    # The CPU GNN reads the walk and the trace alone (run forty: it tuned faster), so a tune never runs the
+    # PerStoreFeature extractor for it; the GPU one keeps the rows.
+    times_model, _ = load_checkpoint(times, schema=CANDIDATE_SCHEMA)
+    assert reads_store_features(model) == reads_store_features(times_model) == rows
+    target = {"kind": "llvm", "num-cores": 1} if kind == "llvm" else "cuda-h200"
+    assert meta["extra"].get("store_features", True) == rows == GNNCostModel(target=target).store_features
 
 
 def test_the_cpu_checkpoint_predicts_per_unit_of_work():

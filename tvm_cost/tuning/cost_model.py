@@ -30,7 +30,8 @@ they are shifted by the median of their measured-minus-predicted ln(ms): the tas
 that its own measurements fix directly.
 
 **Fallback.** Any exception inside predict/update logs a warning and hands the rest of the tune to an internal
-`XGBModel`, seeded with the candidates measured so far, instead of crashing the tune.
+`XGBModel`, seeded with the candidates measured so far (unseeded behind weights that read no PerStoreFeature rows,
+such as the shipped CPU ones: the buffer then holds none to give it), instead of crashing the tune.
 """
 
 from __future__ import annotations
@@ -80,17 +81,19 @@ def reads_store_features(model: CostModel) -> bool:
 class GNNCostModel(PyCostModel):
     """A GNN cost model for MetaSchedule (see the module docstring for the score, update and fallback rules).
 
-    On held-out CPU tasks (population 128) it leads XGBModel up to 64 trials in every seed set, ends at 0.91-1.03x
-    its best at 128, and reached XGBModel's 128-trial best in a median of 74 trials over 432 runs (95 % interval
-    over seed sets: 53.5 to 93; XGBModel itself needs 1.54x as many, paired by set); before it read the trace
-    decisions it trailed late, and at MetaSchedule's default population of 512 it ended 15 % behind
-    (docs/kernel_model.md: runs thirty-nine, forty; runs thirteen, fifteen).
+    Reading the PerStoreFeature rows, on held-out CPU tasks (population 128) it led XGBModel up to 64 trials in
+    every seed set, ended at 0.91-1.03x its best at 128, and reached XGBModel's 128-trial best in a median of 74
+    trials over 432 runs (95 % interval over seed sets: 53.5 to 93; XGBModel itself needed 1.54x as many, paired
+    by set); before it read the trace decisions it trailed late, and at MetaSchedule's default population of 512
+    it ended 15 % behind (docs/kernel_model.md: runs thirty-nine, forty; runs thirteen, fifteen).
     ``tvm-cost tune``'s default on CPUs is the trace ranker (`RankerCostModel`), which needs fewer trials still.
 
     Weights trained with ``tvm-cost train --no-store-features`` read no PerStoreFeature column (`reads_store_features`):
-    their graphs come from the walk of the scheduled TIR and the trace alone, and predict never runs the extractor.
-    On three fresh seed sets such weights needed fewer trials than the same recipe with the rows (37 against 56.5
-    pooled; docs/kernel_model.md, run forty).
+    their graphs come from the walk of the scheduled TIR and the trace alone, and predict never runs the extractor
+    (0.13x XGBModel's predict on one thread). The shipped CPU checkpoint is such weights: on three fresh seed sets
+    they needed fewer trials than the same recipe with the rows (37 against 56.5 pooled), over six sets 63.5
+    against 84.5 (paired 1.33x, 95 % interval from 0.93x), and they rank held-out kernels 2.5 points worse offline
+    (docs/kernel_model.md, runs forty and forty-one).
 
     Args:
         checkpoint: "auto": the checkpoint shipped for the target (found at first use), else untrained with a

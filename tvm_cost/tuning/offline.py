@@ -254,7 +254,7 @@ def train_gnn(items: Sequence[Any], *, model_config: Any, train_config: Any, kin
 
 
 def compare_on_held_out(items: Sequence[Any], train_idx: np.ndarray, test_idx: np.ndarray, *, seeds: Sequence[int],
-                        model_config: Any, train_config: Any,
+                        model_config: Any, train_config: Any, store_features: bool = True,
                         on_epoch: Callable[[int, dict[str, float]], None] | None = None) -> dict[str, Any]:
     """GNN (one per seed) vs `XGBModel` vs their rank ensemble vs random on the test items, all in this one call;
     also the decision-aware tree ranker (`tvm_cost.tuning.ranker`, trained once on 3 seeds), its rank ensemble
@@ -267,7 +267,9 @@ def compare_on_held_out(items: Sequence[Any], train_idx: np.ndarray, test_idx: n
     The GNN's times are `GNNCostModel`'s: the mean of its ranking head through a `Calibration` fitted on its
     training predictions ("gnn-rank-calibrated") and of a times member trained per seed on the same items
     (`times_train_config`, "gnn-times-member"), as `tvm-cost train` ships them; those two, "gnn-uncalibrated" and
-    the `regression_baselines` add regression metrics only.
+    the `regression_baselines` add regression metrics only. With `store_features` False the GNNs (both networks)
+    train and predict on the items without their PerStoreFeature columns (`without_store_features`, as
+    ``tvm-cost train --no-store-features``); XGBModel, the rankers and the baselines keep them.
 
     Returns:
         ``{"per_seed": {seed: {model: metrics}}, "mean": {model: metrics}, "std": ..., "deep_ensemble": metrics
@@ -277,9 +279,13 @@ def compare_on_held_out(items: Sequence[Any], train_idx: np.ndarray, test_idx: n
     from tvm_cost.train import fit_calibration, item_log_work
     from tvm_cost.tuning.ranker import ranker_scores
 
+    from tvm_cost.data.kernel_dataset import without_store_features
+
     train_items = [items[int(i)] for i in train_idx]
     test_items = [items[int(i)] for i in test_idx]
     timed = [d for d in train_items if not is_rank_only(d)]  # what calibrations and baselines fit absolute times on
+    gnn_view = (lambda d: d) if store_features else without_store_features
+    gnn_train, gnn_test, gnn_timed = ([gnn_view(d) for d in part] for part in (train_items, test_items, timed))
     latency = np.array([d.latency_ms for d in test_items])
     train_latency = np.array([d.latency_ms for d in timed])
     group = np.array([int(d.group) for d in test_items])
@@ -294,17 +300,17 @@ def compare_on_held_out(items: Sequence[Any], train_idx: np.ndarray, test_idx: n
     preds: list[np.ndarray] = []
     times: list[np.ndarray] = []
     for seed in seeds:
-        model, _ = train_gnn(train_items, model_config=model_config.replace(seed=seed),
+        model, _ = train_gnn(gnn_train, model_config=model_config.replace(seed=seed),
                              train_config=train_config.replace(seed=seed),
                              callback=None if on_epoch is None else partial(on_epoch, seed))
-        times_model, _ = train_gnn(timed, model_config=model_config.replace(seed=seed),
+        times_model, _ = train_gnn(gnn_timed, model_config=model_config.replace(seed=seed),
                                    train_config=times_train_config(train_config.replace(seed=seed)),
                                    callback=None if on_epoch is None else partial(on_epoch, seed))
         if not preds:  # the work columns are the config's, the same for every seed
-            work, train_work = item_log_work(model, test_items), item_log_work(model, timed)
-        pred = predict_log_ms(model, test_items)
-        calibrated = fit_calibration(predict_log_ms(model, timed), train_work, train_latency).apply(pred, work)
-        member = predict_log_ms(times_model, test_items)
+            work, train_work = item_log_work(model, gnn_test), item_log_work(model, gnn_timed)
+        pred = predict_log_ms(model, gnn_test)
+        calibrated = fit_calibration(predict_log_ms(model, gnn_timed), train_work, train_latency).apply(pred, work)
+        member = predict_log_ms(times_model, gnn_test)
         preds.append(pred)
         times.append(0.5 * (calibrated + member))
         rand = np.random.default_rng(seed).random(len(test_items))
