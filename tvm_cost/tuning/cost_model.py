@@ -90,10 +90,10 @@ class GNNCostModel(PyCostModel):
 
     Weights trained with ``tvm-cost train --no-store-features`` read no PerStoreFeature column (`reads_store_features`):
     their graphs come from the walk of the scheduled TIR and the trace alone, and predict never runs the extractor
-    (0.13x XGBModel's predict on one thread). The shipped CPU checkpoint is such weights: on three fresh seed sets
-    they needed fewer trials than the same recipe with the rows (37 against 56.5 pooled), over six sets 63.5
-    against 84.5 (paired 1.33x, 95 % interval from 0.93x), and they rank held-out kernels 2.5 points worse offline
-    (docs/kernel_model.md, runs forty and forty-one).
+    (0.13x XGBModel's predict on one thread, 0.41x on two). The shipped CPU checkpoint is such weights: on three
+    fresh seed sets they needed fewer trials than the same recipe with the rows (37 against 56.5 pooled), over
+    seven sets 55 against 81 (paired 1.47x, 95 % interval from 0.86x), and they rank held-out kernels 2.5 points
+    worse offline (docs/kernel_model.md, runs forty and forty-one).
 
     Args:
         checkpoint: "auto": the checkpoint shipped for the target (found at first use), else untrained with a
