@@ -92,7 +92,7 @@ class GNNCostModel(PyCostModel):
     their graphs come from the walk of the scheduled TIR and the trace alone, and predict never runs the extractor
     (0.13x XGBModel's predict on one thread, 0.41x on two). The shipped CPU checkpoint is such weights: on three
     fresh seed sets they needed fewer trials than the same recipe with the rows (37 against 56.5 pooled), over
-    seven sets 55 against 81 (paired 1.47x, 95 % interval from 0.86x), and they rank held-out kernels 2.5 points
+    eight sets 59 against 83.5 (paired 1.42x, 95 % interval from 0.94x), and they rank held-out kernels 2.5 points
     worse offline (docs/kernel_model.md, runs forty and forty-one).
 
     Args:

@@ -276,10 +276,9 @@ def compare_on_held_out(items: Sequence[Any], train_idx: np.ndarray, test_idx: n
         (None for one seed), "predictions": {"measured_ms", "gnn_ms" (first seed)}}``; the GNN's metrics add
         `regression_metrics` of its times.
     """
+    from tvm_cost.data.kernel_dataset import without_store_features
     from tvm_cost.train import fit_calibration, item_log_work
     from tvm_cost.tuning.ranker import ranker_scores
-
-    from tvm_cost.data.kernel_dataset import without_store_features
 
     train_items = [items[int(i)] for i in train_idx]
     test_items = [items[int(i)] for i in test_idx]
