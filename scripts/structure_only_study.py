@@ -95,11 +95,8 @@ def main() -> None:
     import torch
 
     from tvm_cost.data.kernel_dataset import without_store_features
-    from tvm_cost.features.program_schema import CANDIDATE_SCHEMA, WORK_GLOBALS
-    from tvm_cost.models import ModelConfig
-    from tvm_cost.train import TrainConfig
     from tvm_cost.tuning.offline import family_split, load_kernel_dataset, predict_log_ms, ranking_metrics, \
-        task_families, train_gnn, xgbmodel_scores
+        study_configs, task_families, train_gnn, xgbmodel_scores
     from tvm_cost.tuning.ranker import ranker_scores
 
     torch.set_num_threads(1)
@@ -124,11 +121,7 @@ def main() -> None:
         view = views[variant]
         train_view, test_view = [view(d) for d in train_items], [view(d) for d in test_items]
         for seed in (int(s) for s in args.seeds.split(",")):
-            model_config = ModelConfig.for_schema(CANDIDATE_SCHEMA, hidden=64, layers=3, readout="sum", seed=seed,
-                                                  work_globals=WORK_GLOBALS).replace(
-                global_dim=int(train_view[0].u.shape[1]))
-            train_config = TrainConfig(epochs=args.epochs, batch_size=64, lr=2e-3, listwise_weight=1.0,
-                                       task_mse_weight=1.0, batching="group", patience=None, seed=seed)
+            model_config, train_config = study_configs(int(train_view[0].u.shape[1]), seed=seed, epochs=args.epochs)
             t1 = time.perf_counter()
             model, _ = train_gnn(train_view, model_config=model_config, train_config=train_config)
             pred = predict_log_ms(model, test_view)

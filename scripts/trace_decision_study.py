@@ -41,8 +41,8 @@ def main() -> None:
 
     from tvm_cost.features.program_schema import PROGRAM_SCHEMA
     from tvm_cost.features.trace_decisions import DECISION_COLUMNS
-    from tvm_cost.tuning.offline import RANKING_METRICS, family_split, load_kernel_dataset, ranking_metrics, \
-        task_families
+    from tvm_cost.tuning.offline import RANKING_METRICS, bound_settings, family_split, load_kernel_dataset, \
+        ranking_metrics, task_families
     from tvm_cost.tuning.ranker import booster_scores, ranker_features
 
     ds = load_kernel_dataset(args.data)
@@ -51,13 +51,7 @@ def main() -> None:
     task_globals = psf[:, -len(PROGRAM_SCHEMA.globals):]
     latency, group = ds.latency_ms, np.array([int(d.group) for d in ds])
     train, test = family_split(ds.groups, task_families(args.data), args.test_families.split(","))
-    rng = np.random.default_rng(0)
-    half = np.zeros(len(test), bool)
-    for g in np.unique(group[test]):
-        rows = np.flatnonzero(group[test] == g)
-        half[rng.permutation(rows)[:len(rows) // 2]] = True
-    settings = {"held_out": (train, test), "in_task_half": (test[half], test[~half]),
-                "training_families_plus_half": (np.concatenate([train, test[half]]), test[~half])}
+    settings = bound_settings(train, test, group)
     feature_sets = {"psf": psf, "psf+decisions": features,
                     "decisions+task": np.hstack([decisions, task_globals]),
                     "trace": ranker_features(list(ds), "trace")}  # decisions, task globals, raw decisions

@@ -15,7 +15,7 @@ from tvm_cost.errors import TvmCostError
 from tvm_cost.features.program_schema import CANDIDATE_SCHEMA
 from tvm_cost.train import load_checkpoint, read_metadata
 from tvm_cost.tuning.cost_model import reads_store_features
-from tvm_cost.tuning.offline import family_split, mean_over_folds, regression_metrics
+from tvm_cost.tuning.offline import bound_settings, family_split, mean_over_folds, regression_metrics
 
 
 def test_family_split_holds_out_tasks_only_test_families_contain():
@@ -26,6 +26,21 @@ def test_family_split_holds_out_tasks_only_test_families_contain():
     with pytest.raises(TvmCostError, match="no task of the families"):
         family_split(tasks, families, ["bert"])
 
+
+
+def test_bound_settings_split_each_test_task_in_halves_and_train_on_the_rest():
+    group = np.array([0, 0, 1, 1, 1, 1, 2, 2, 2])
+    train, test = np.array([0, 1]), np.arange(2, 9)
+    settings = bound_settings(train, test, group)
+    assert [a.tolist() for a in settings["held_out"]] == [[0, 1], list(range(2, 9))]
+    fit, score = settings["in_task_half"]
+    assert np.bincount(group[fit], minlength=3).tolist() == [0, 2, 1]  # floor(n / 2) of each test task
+    assert sorted(fit.tolist() + score.tolist()) == list(range(2, 9))
+    plus_fit, plus_score = settings["training_families_plus_half"]
+    assert plus_fit.tolist() == [0, 1, *fit.tolist()] and plus_score.tolist() == score.tolist()
+    assert [a.tolist() for a in bound_settings(train, test, group)["in_task_half"]] == [fit.tolist(), score.tolist()]
+    other = [bound_settings(train, test, group, seed=s)["in_task_half"][0].tolist() for s in range(1, 6)]
+    assert any(o != fit.tolist() for o in other)  # the seed picks the half
 
 def test_regression_metrics_single_out_kernels_slower_than_the_training_ones():
     latency, predicted = np.array([1.0, 2.0, 100.0, 50.0]), np.array([1.5, 5.0, 10.0, 60.0])

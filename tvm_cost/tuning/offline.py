@@ -65,6 +65,25 @@ def family_split(tasks: Sequence[str], families: dict[str, set[str]], test_famil
     return np.flatnonzero(~is_test), np.flatnonzero(is_test)
 
 
+def bound_settings(train: np.ndarray, test: np.ndarray, group: np.ndarray, *, seed: int = 0
+                   ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """(fit, score) indices of the three settings the feature studies report: ``held_out`` (the training items,
+    then the test items), ``in_task_half`` (a seeded half of each test task, then the other half: what the
+    features allow a model that has seen the task) and ``training_families_plus_half`` (both, same half scored).
+
+    Args:
+        train, test: Item indices, as `family_split` returns them.
+        group: The task of every item, [items] int.
+    """
+    rng = np.random.default_rng(seed)
+    half = np.zeros(len(test), bool)
+    for g in np.unique(group[test]):
+        rows = np.flatnonzero(group[test] == g)
+        half[rng.permutation(rows)[:len(rows) // 2]] = True
+    return {"held_out": (train, test), "in_task_half": (test[half], test[~half]),
+            "training_families_plus_half": (np.concatenate([train, test[half]]), test[~half])}
+
+
 def ranking_metrics(latency: np.ndarray, score: np.ndarray, group: np.ndarray) -> dict[str, float]:
     """`RANKING_METRICS` within groups (`tvm_cost.train.metrics`): pairwise accuracy over all pairs and over pairs
     `APART` apart, peak@1, peak@5 and Kendall tau."""
@@ -251,6 +270,21 @@ def train_gnn(items: Sequence[Any], *, model_config: Any, train_config: Any, kin
     model = build_model(kind=kind, config=model_config)  # type: ignore[arg-type]
     history = train(model, list(items), None, config=train_config, callback=callback)
     return model, history
+
+
+def study_configs(global_dim: int, *, seed: int, epochs: int = 40) -> tuple[Any, Any]:
+    """(ModelConfig, TrainConfig) of the GNN the feature studies train: `tvm-cost eval`'s defaults written out
+    (SeerNet, hidden 64, 3 layers, sum readout, per-work globals; ListMLE, per-task and plain log-MSE, task
+    batches, no ranking data), for items whose globals are `global_dim` wide."""
+    from tvm_cost.features.program_schema import CANDIDATE_SCHEMA, WORK_GLOBALS
+    from tvm_cost.models import ModelConfig
+    from tvm_cost.train import TrainConfig
+
+    model_config = ModelConfig.for_schema(CANDIDATE_SCHEMA, hidden=64, layers=3, readout="sum", seed=seed,
+                                          work_globals=WORK_GLOBALS).replace(global_dim=global_dim)
+    train_config = TrainConfig(epochs=epochs, batch_size=64, lr=2e-3, listwise_weight=1.0, task_mse_weight=1.0,
+                               batching="group", patience=None, seed=seed)
+    return model_config, train_config
 
 
 def compare_on_held_out(items: Sequence[Any], train_idx: np.ndarray, test_idx: np.ndarray, *, seeds: Sequence[int],
