@@ -20,7 +20,8 @@ trace, no PerStoreFeature) is trained per ``--gnn-seeds`` on the training famili
 
 Settings as in `trace_decision_study.py`: trained on the other families (``held_out``), on half of each test task
 (``in_task_half``), and on both (``training_families_plus_half``). Compiling is the price: the report gives the
-median build time a candidate, against a cost model's predict of a few ms.
+median build time a candidate (`tvm.compile`, emitting the assembly and counting it), against a cost model's
+predict of a few ms.
 
 Compiled features are cached per task (``CACHE/<task>.npz``: record, feats, build_s), so an interrupted run
 resumes; ``--procs`` builds in parallel.
@@ -169,24 +170,13 @@ def cached_features(items: Sequence[Any], cache: Path) -> tuple[np.ndarray, list
     return np.stack(rows).astype(np.float32), build_s
 
 
-def with_globals(item: Any, extra: np.ndarray) -> Any:
-    """A copy of a dataset item whose globals end with `extra` ([k] float)."""
-    import copy
-
-    import torch
-
-    out = copy.copy(item)  # shallow: only `u` is replaced
-    out.u = torch.cat([item.u, torch.as_tensor(extra, dtype=item.u.dtype)[None]], dim=1)
-    return out
-
-
 def gnn_study(ds: Any, asm: np.ndarray, train: np.ndarray, test: np.ndarray, *, variants: Sequence[str],
               seeds: Sequence[int]) -> dict[str, Any]:
     """Ranking metrics on `test` of the walk-alone GNN trained on `train`, per variant ("gnn", "gnn+asm") and
     seed, and their mean over seeds."""
     import torch
 
-    from tvm_cost.data.kernel_dataset import without_store_features
+    from tvm_cost.data.kernel_dataset import with_globals, without_store_features
     from tvm_cost.tuning.offline import RANKING_METRICS, predict_log_ms, ranking_metrics, study_configs, train_gnn
 
     torch.set_num_threads(1)
@@ -209,6 +199,30 @@ def gnn_study(ds: Any, asm: np.ndarray, train: np.ndarray, test: np.ndarray, *, 
     return out
 
 
+def booster_study(ds: Any, asm: np.ndarray, settings: dict[str, tuple[np.ndarray, np.ndarray]], *,
+                  seeds: Sequence[int]) -> dict[str, Any]:
+    """Ranking metrics of the booster on each feature set (and the shortlist) in each setting, keyed
+    ``setting/feature set``."""
+    from tvm_cost.tuning.offline import RANKING_METRICS, ranking_metrics
+    from tvm_cost.tuning.ranker import booster_scores, ranker_features
+    from tvm_cost.tuning.screen import screened_scores
+
+    latency, group = ds.latency_ms, np.array([int(d.group) for d in ds])
+    rows, trace = ranker_features(list(ds)), ranker_features(list(ds), "trace")
+    feature_sets = {"rows": rows, "asm": asm, "rows+asm": np.hstack([rows, asm]), "trace": trace,
+                    "trace+asm": np.hstack([trace, asm])}
+    out: dict[str, Any] = {}
+    for setting, (fit, score) in settings.items():
+        scores = {name: booster_scores(m[fit], latency[fit], group[fit], m[score], seeds=seeds)
+                  for name, m in feature_sets.items()}
+        scores["shortlist"] = screened_scores(scores["trace"], scores["rows+asm"], group[score])
+        for name, s in scores.items():
+            out[f"{setting}/{name}"] = ranking_metrics(latency[score], s, group[score])
+            print(f"{setting:28s} {name:10s}", " ".join(f"{m} {out[f'{setting}/{name}'][m]:.3f}"
+                                                        for m in RANKING_METRICS), flush=True)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True)
@@ -223,23 +237,15 @@ def main() -> None:
     args = parser.parse_args()
     if set(args.studies.split(",")) - {"boosters", "gnn"} or set(args.gnn_variants.split(",")) - {"gnn", "gnn+asm"}:
         parser.error("--studies takes boosters and gnn, --gnn-variants gnn and gnn+asm")
-    from tvm_cost.tuning.offline import RANKING_METRICS, bound_settings, family_split, load_kernel_dataset, \
-        ranking_metrics, task_families
-    from tvm_cost.tuning.ranker import booster_scores, ranker_features
-    from tvm_cost.tuning.screen import kept_count, kept_mask, screened_ranks
+    from tvm_cost.tuning.offline import bound_settings, family_split, load_kernel_dataset, task_families
 
     cache = Path(args.cache)
     featurize(args.data, cache, args.procs)
     ds = load_kernel_dataset(args.data)
     asm, build_s = cached_features(list(ds), cache)
     compiled = ~np.isnan(asm).any(1)
-    latency, group = ds.latency_ms, np.array([int(d.group) for d in ds])
     train, test = family_split(ds.groups, task_families(args.data), args.test_families.split(","))
     train, test = train[compiled[train]], test[compiled[test]]
-    settings = bound_settings(train, test, group)
-    rows_f, trace_f = ranker_features(list(ds)), ranker_features(list(ds), "trace")
-    feature_sets = {"rows": rows_f, "asm": asm, "rows+asm": np.hstack([rows_f, asm]), "trace": trace_f,
-                    "trace+asm": np.hstack([trace_f, asm])}
     seeds = [int(s) for s in args.seeds.split(",")]
     report: dict[str, Any] = {"data": args.data, "test_families": args.test_families, "records": len(ds),
                               "compiled": int(compiled.sum()), "asm_columns": list(ASM_COLUMNS), "seeds": seeds,
@@ -251,19 +257,9 @@ def main() -> None:
     if "gnn" in studies:
         report |= gnn_study(ds, asm, train, test, variants=args.gnn_variants.split(","),
                             seeds=[int(s) for s in args.gnn_seeds.split(",")])
-    for setting, (fit, score) in settings.items() if "boosters" in studies else ():
-        scores = {name: booster_scores(m[fit], latency[fit], group[fit], m[score], seeds=seeds)
-                  for name, m in feature_sets.items()}
-        shortlist = np.zeros(len(score))
-        for g in np.unique(group[score]):
-            idx = np.flatnonzero(group[score] == g)
-            kept = kept_mask(scores["trace"][idx], kept_count(len(idx)))
-            shortlist[idx] = screened_ranks(scores["trace"][idx], kept, scores["rows+asm"][idx][kept])
-        scores["shortlist"] = shortlist
-        for name, s in scores.items():
-            report[f"{setting}/{name}"] = ranking_metrics(latency[score], s, group[score])
-            print(f"{setting:28s} {name:10s}", " ".join(f"{m} {report[f'{setting}/{name}'][m]:.3f}"
-                                                        for m in RANKING_METRICS), flush=True)
+    if "boosters" in studies:
+        group = np.array([int(d.group) for d in ds])
+        report |= booster_study(ds, asm, bound_settings(train, test, group), seeds=seeds)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
 

@@ -35,13 +35,9 @@ def with_raw_decisions(item: Any) -> Any:
     """A copy of a dataset item whose globals end with its trace's first 40 raw decision values (`raw_decisions`
     without the sketch's id, a hash a tree can split on but a network cannot read): what the trace ranker reads
     beyond the decision summary."""
-    import copy
+    from tvm_cost.data.kernel_dataset import with_globals
 
-    import torch
-
-    out = copy.copy(item)  # shallow: only `u` is replaced
-    out.u = torch.cat([item.u, item.raw_decisions[:, 1:].to(item.u.dtype)], dim=1)
-    return out
+    return with_globals(item, item.raw_decisions[0, 1:])
 
 
 def walk_agreement(ds: Any) -> dict[str, int]:

@@ -44,6 +44,7 @@ def main() -> None:
     from tvm_cost.tuning.offline import RANKING_METRICS, bound_settings, family_split, load_kernel_dataset, \
         ranking_metrics, task_families
     from tvm_cost.tuning.ranker import booster_scores, ranker_features
+    from tvm_cost.tuning.screen import screened_scores
 
     ds = load_kernel_dataset(args.data)
     features = ranker_features(list(ds))  # rows summed, rows maxed, task globals, decisions
@@ -65,8 +66,8 @@ def main() -> None:
         for name, matrix in feature_sets.items():
             per_seed[name] = [booster_scores(matrix[fit], latency[fit], group[fit], matrix[score], seeds=[seed])
                               for seed in seeds]
-        per_seed["screened"] = [screened(t, r, group[score]) for t, r in zip(per_seed["trace"],
-                                                                            per_seed["psf+decisions"], strict=True)]
+        per_seed["screened"] = [screened_scores(t, r, group[score])
+                                for t, r in zip(per_seed["trace"], per_seed["psf+decisions"], strict=True)]
         for name, runs in per_seed.items():
             metrics = [ranking_metrics(latency[score], s, group[score]) for s in runs]
             report[f"{setting}/{name}"] = {m: float(np.mean([r[m] for r in metrics])) for m in RANKING_METRICS}
@@ -74,18 +75,6 @@ def main() -> None:
                                                         for m in RANKING_METRICS), flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
-
-
-def screened(trace: np.ndarray, rows: np.ndarray, group: np.ndarray) -> np.ndarray:
-    """`ScreenedCostModel`'s scores within each group: `trace` screens, `rows` ranks what it keeps."""
-    from tvm_cost.tuning.screen import kept_count, kept_mask, screened_ranks
-
-    out = np.zeros(len(trace))
-    for g in np.unique(group):
-        idx = np.flatnonzero(group == g)
-        kept = kept_mask(trace[idx], kept_count(len(idx)))
-        out[idx] = screened_ranks(trace[idx], kept, rows[idx][kept])
-    return out
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from tvm.s_tir import Schedule
 from tvm.s_tir import meta_schedule as ms
 
 from tvm_cost.data import kernel_dataset
-from tvm_cost.data.kernel_dataset import KernelDataset, pack_graphs, unpack_graphs
+from tvm_cost.data.kernel_dataset import KernelDataset, pack_graphs, unpack_graphs, with_globals
 from tvm_cost.errors import TvmCostError
 from tvm_cost.features.program_schema import CANDIDATE_SCHEMA, PROGRAM_SCHEMA
 from tvm_cost.features.trace_decisions import candidate_globals, trace_json
@@ -163,3 +163,14 @@ def test_pack_roundtrip_and_empty_folder(tmp_path):
     assert unpack_graphs(pack_graphs([])) == []
     with pytest.raises(TvmCostError, match="tuning-record"):
         KernelDataset(tmp_path)
+
+
+def test_with_globals_appends_to_a_copy_and_leaves_the_item_alone(db_root):
+    item = KernelDataset(db_root)[0]
+    before = item.u.clone()
+    out = with_globals(item, np.array([1.5, -2.0]))
+    assert out.u.shape == (1, before.shape[1] + 2) and out.u.dtype == before.dtype
+    assert torch.equal(out.u[:, :-2], before) and out.u[0, -2:].tolist() == [1.5, -2.0]
+    assert torch.equal(item.u, before) and out.x is item.x  # the rest shared, not copied
+    assert torch.equal(with_globals(item, item.raw_decisions[0, 1:]).u[0, before.shape[1]:],
+                       item.raw_decisions[0, 1:].to(before.dtype))

@@ -27,7 +27,6 @@ def test_family_split_holds_out_tasks_only_test_families_contain():
         family_split(tasks, families, ["bert"])
 
 
-
 def test_bound_settings_split_each_test_task_in_halves_and_train_on_the_rest():
     group = np.array([0, 0, 1, 1, 1, 1, 2, 2, 2])
     train, test = np.array([0, 1]), np.arange(2, 9)
@@ -41,6 +40,7 @@ def test_bound_settings_split_each_test_task_in_halves_and_train_on_the_rest():
     assert [a.tolist() for a in bound_settings(train, test, group)["in_task_half"]] == [fit.tolist(), score.tolist()]
     other = [bound_settings(train, test, group, seed=s)["in_task_half"][0].tolist() for s in range(1, 6)]
     assert any(o != fit.tolist() for o in other)  # the seed picks the half
+
 
 def test_regression_metrics_single_out_kernels_slower_than_the_training_ones():
     latency, predicted = np.array([1.0, 2.0, 100.0, 50.0]), np.array([1.5, 5.0, 10.0, 60.0])

@@ -8,7 +8,7 @@ from cost_model_contract import assert_cost_model_contract
 
 from tvm_cost.errors import TvmCostError
 from tvm_cost.tuning import make_cost_model
-from tvm_cost.tuning.screen import ScreenedCostModel
+from tvm_cost.tuning.screen import ScreenedCostModel, screened_scores
 
 
 class Fixed:
@@ -42,6 +42,18 @@ def test_the_model_ranks_the_screens_best_above_the_rest():
     tied.update(None, [0], [None])
     assert model.updates == 1 and tied.screen.updates == 1
 
+
+
+def test_screened_scores_apply_the_screen_within_each_group_as_a_predict_call_would():
+    group = np.repeat([0, 1], 40)
+    screen = np.tile(np.arange(40.0), 2)  # the screen likes high numbers in both groups
+    model = -screen  # the model likes low ones
+    out = screened_scores(screen, model, group)
+    for g in (0, 1):
+        mine = out[group == g]
+        expected = ScreenedCostModel(Fixed(dict(enumerate(screen[:40]))), Fixed(dict(enumerate(model[:40]))))
+        assert np.allclose(mine, expected._inst.predict(None, list(range(40))))  # keep 0.25, at least 16
+        assert list(np.argsort(-mine)[:16]) == list(range(24, 40))  # the kept 16, in the model's order
 
 def test_settings_are_checked():
     for bad in ({"keep": 0.0}, {"keep": 1.5}, {"min_kept": 0}):

@@ -93,6 +93,18 @@ def without_store_features(item: Any) -> Any:
     return out
 
 
+def with_globals(item: Any, extra: Any) -> Any:
+    """A copy of a dataset item whose globals `u` end with `extra` ([k] array or tensor), the rest shared: what the
+    feature studies append (a trace's raw decisions, compiled-code counts) to see whether a GNN can use them."""
+    import copy
+
+    import torch
+
+    out = copy.copy(item)  # shallow: only `u` is replaced
+    out.u = torch.cat([item.u, torch.as_tensor(extra, dtype=item.u.dtype).reshape(1, -1)], dim=1)
+    return out
+
+
 # --- raw records -------------------------------------------------------------------------------------------------
 @dataclass
 class _RawTask:

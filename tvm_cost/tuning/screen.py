@@ -51,6 +51,18 @@ def screened_ranks(screened: np.ndarray, kept: np.ndarray, model_scores: np.ndar
     return out
 
 
+
+def screened_scores(screen: np.ndarray, model: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """`ScreenedCostModel`'s scores offline: each group (a task's candidates, as one predict call) screened by
+    `screen`, its kept candidates ordered by `model` (both given for every item; the model's count only where
+    kept), float64 [items]."""
+    out = np.zeros(len(screen))
+    for g in np.unique(group):
+        idx = np.flatnonzero(group == g)
+        kept = kept_mask(screen[idx], kept_count(len(idx)))
+        out[idx] = screened_ranks(screen[idx], kept, model[idx][kept])
+    return out
+
 @derived_object
 class ScreenedCostModel(PyCostModel):
     """`screen` scores all candidates, `model` the screen's best (rule in the module docstring).
